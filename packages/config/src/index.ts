@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+const boolFromEnv = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
+
+/** Every setting the apps read from the environment, with its default. */
+export const envSchema = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  /** PostgreSQL connection string. Default: the local server, database `stampcard`. */
+  DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/stampcard'),
+  /** Redis connection string. Redis must run with `maxmemory-policy noeviction`. */
+  REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /** HTTP port of the API. Default 3000. */
+  PORT: intFromEnv(3000),
+  /** Host the API binds to. Default 0.0.0.0. */
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Bearer token of the operator API and dashboard. Generated and printed in development when unset. */
+  OPERATOR_TOKEN: z.string().min(16, 'OPERATOR_TOKEN must be at least 16 characters').optional(),
+  /** Prefix of every BullMQ key in Redis. Default `stampcard`. */
+  QUEUE_PREFIX: z.string().min(1).default('stampcard'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Jobs one worker process holds at once; they are applied in batches of up to this many. Default 64. */
+  WORKER_CONCURRENCY: intFromEnv(64, 1),
+  /** Longest a worker waits to fill a batch, in ms. Default 2. */
+  WORKER_BATCH_WAIT_MS: intFromEnv(2),
+  /** How often the relay looks for accepted actions that are not in the queue, in ms. Default 5000. */
+  RELAY_INTERVAL_MS: intFromEnv(5000, 50),
+  /** An accepted action younger than this is left to the API's own enqueue. Default 10000. */
+  RELAY_GRACE_MS: intFromEnv(10_000),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolFromEnv,
+  /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
+  SUPPORT_URL: z.url().optional(),
+});
+
+export type Env = z.infer<typeof envSchema>;
+export type Config = Env & { OPERATOR_TOKEN: string; operatorTokenGenerated: boolean };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses the environment once, at start. A wrong value stops the process with a message that names it.
+ * In production OPERATOR_TOKEN is required; elsewhere a random one is generated (and flagged so it is printed).
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
+  }
+  const cfg = parsed.data;
+  if (cfg.OPERATOR_TOKEN) return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
+  if (cfg.NODE_ENV === 'production') {
+    throw new ConfigError('Invalid environment:\n  OPERATOR_TOKEN: required in production');
+  }
+  return { ...cfg, OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`, operatorTokenGenerated: true };
+}

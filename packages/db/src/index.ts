@@ -1,0 +1,3 @@
+export * from './client';
+export * from './migrate';
+export * from './schema/index';

@@ -1,0 +1,38 @@
+import { fileURLToPath } from 'node:url';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { migrate } from 'drizzle-orm/postgres-js/migrator';
+import postgres from 'postgres';
+
+export const migrationsFolder = fileURLToPath(new URL('../drizzle', import.meta.url));
+
+/** Creates the database named in `url` when it does not exist yet (a fresh local server has none). */
+export async function ensureDatabase(url: string): Promise<void> {
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.replace(/^\//, ''));
+  if (!name) return;
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql`select 1 from pg_database where datname = ${name}`;
+    if (rows.length === 0) {
+      await sql.unsafe(`create database "${name.replaceAll('"', '""')}"`).catch((err: { code?: string }) => {
+        // Two processes starting at once: the other one created it.
+        if (err.code !== '42P04' && err.code !== '23505') throw err;
+      });
+    }
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/** Applies the committed migrations; safe to run on every start (already applied ones are skipped). */
+export async function runMigrations(url: string): Promise<void> {
+  await ensureDatabase(url);
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    await migrate(drizzle(sql), { migrationsFolder });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}

@@ -1,0 +1,124 @@
+import { sql } from 'drizzle-orm';
+import { bigserial, boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { campaigns, type Metadata, rewards } from './campaigns';
+import { participants } from './participants';
+
+export const ACTION_STATUSES = ['QUEUED', 'APPLIED', 'REJECTED'] as const;
+export type ActionStatus = (typeof ACTION_STATUSES)[number];
+
+/**
+ * The ledger of accepted loyalty actions. A row is written before the API answers 200, so PostgreSQL,
+ * not Redis, is the record: the worker moves it QUEUED → APPLIED exactly once.
+ */
+export const loyaltyActions = pgTable(
+  'loyalty_actions',
+  {
+    id: text('id').primaryKey(),
+    campaignId: text('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    participantId: text('participant_id').notNull(),
+    rewardId: text('reward_id').notNull(),
+    status: text('status').$type<ActionStatus>().notNull(),
+    metadata: jsonb('metadata').$type<Metadata>(),
+    /** Hash of (API key, method, path, body): an identical request while this one is QUEUED is a 409. */
+    requestHash: text('request_hash'),
+    unlockedRewardIds: text('unlocked_reward_ids')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    reason: text('reason'),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+    appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    uniqueIndex('loyalty_actions_inflight_uq')
+      .on(t.requestHash)
+      .where(sql`${t.status} = 'QUEUED' and ${t.requestHash} is not null`),
+    index('loyalty_actions_queued_idx')
+      .on(t.createdAt)
+      .where(sql`${t.status} = 'QUEUED'`),
+  ],
+);
+
+export const PARTICIPANT_REWARD_STATUSES = ['PENDING', 'FULFILLED'] as const;
+export type ParticipantRewardStatus = (typeof PARTICIPANT_REWARD_STATUSES)[number];
+
+export const participantRewards = pgTable(
+  'participant_rewards',
+  {
+    id: text('id').primaryKey(),
+    campaignId: text('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    participantId: text('participant_id')
+      .notNull()
+      .references(() => participants.id, { onDelete: 'cascade' }),
+    rewardId: text('reward_id')
+      .notNull()
+      .references(() => rewards.id, { onDelete: 'cascade' }),
+    actionId: text('action_id'),
+    status: text('status').$type<ParticipantRewardStatus>().notNull().default('PENDING'),
+    approved: boolean('approved').notNull().default(false),
+    approvedAt: timestamp('approved_at', { withTimezone: true, mode: 'date' }),
+    isFulfilled: boolean('is_fulfilled').notNull().default(false),
+    fulfilledAt: timestamp('fulfilled_at', { withTimezone: true, mode: 'date' }),
+    unread: boolean('unread').notNull().default(true),
+    /** `YYYY-MM` (UTC) of the unlock: PER_MONTH limits and the monthly winners cap count by it. */
+    earnedMonth: text('earned_month').notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [
+    index('participant_rewards_participant_idx').on(t.participantId, t.rewardId, t.earnedMonth),
+    index('participant_rewards_reward_month_idx').on(t.rewardId, t.earnedMonth),
+  ],
+);
+
+export const FORM_SUBMISSION_STATUSES = ['UNREVIEWED', 'REVIEWED'] as const;
+
+export const formSubmissions = pgTable(
+  'form_submissions',
+  {
+    id: text('id').primaryKey(),
+    campaignId: text('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    participantId: text('participant_id')
+      .notNull()
+      .references(() => participants.id, { onDelete: 'cascade' }),
+    rewardId: text('reward_id')
+      .notNull()
+      .references(() => rewards.id, { onDelete: 'cascade' }),
+    status: text('status').$type<(typeof FORM_SUBMISSION_STATUSES)[number]>().notNull(),
+    formData: jsonb('form_data').$type<Record<string, string>>().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+    reviewedAt: timestamp('reviewed_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [index('form_submissions_campaign_idx').on(t.campaignId, t.status)],
+);
+
+/**
+ * The outbox: every event is written in the transaction of the change that causes it. `seq` orders a
+ * campaign's feed; `dispatchedAt` is set once the dispatcher has fanned it out to endpoints.
+ */
+export const events = pgTable(
+  'events',
+  {
+    seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+    id: text('id').notNull(),
+    campaignId: text('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    type: text('type').notNull(),
+    data: jsonb('data').$type<Record<string, unknown>>().notNull(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+    dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    uniqueIndex('events_id_uq').on(t.id),
+    index('events_campaign_seq_idx').on(t.campaignId, t.seq),
+    index('events_undispatched_idx')
+      .on(t.seq)
+      .where(sql`${t.dispatchedAt} is null`),
+  ],
+);

@@ -1,0 +1,4 @@
+export * from './accounts';
+export * from './actions';
+export * from './campaigns';
+export * from './participants';

@@ -1,0 +1,53 @@
+import { sql } from 'drizzle-orm';
+import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { campaigns, type Metadata } from './campaigns';
+
+export const FRAUD_RISK_LEVELS = ['LOW', 'MEDIUM', 'HIGH'] as const;
+export type FraudRiskLevel = (typeof FRAUD_RISK_LEVELS)[number];
+export const PARTICIPANT_SOURCES = ['PARTICIPANT', 'DIRECT', 'IMPORT', 'MANUAL'] as const;
+export type ParticipantSource = (typeof PARTICIPANT_SOURCES)[number];
+
+export const participants = pgTable(
+  'participants',
+  {
+    id: text('id').primaryKey(),
+    campaignId: text('campaign_id')
+      .notNull()
+      .references(() => campaigns.id, { onDelete: 'cascade' }),
+    /** Stored lower-cased and trimmed: one participant per address and campaign. */
+    email: text('email').notNull(),
+    firstName: text('first_name'),
+    lastName: text('last_name'),
+    ipAddress: text('ip_address'),
+    fingerprint: text('fingerprint'),
+    loyaltyActionCount: integer('loyalty_action_count').notNull().default(0),
+    /**
+     * Monthly figures belong to `countsMonth` (`YYYY-MM`, UTC). They roll lazily: the next write in a
+     * later month moves them to `prev…` (or zero when a month was skipped); reads apply the same rule.
+     */
+    countsMonth: text('counts_month').notNull(),
+    monthlyLoyaltyActionCount: integer('monthly_loyalty_action_count').notNull().default(0),
+    prevMonthlyLoyaltyActionCount: integer('prev_monthly_loyalty_action_count').notNull().default(0),
+    loyaltyActionCountsPerReward: jsonb('loyalty_action_counts_per_reward')
+      .$type<Record<string, number>>()
+      .notNull()
+      .default(sql`'{}'::jsonb`),
+    monthlyLoyaltyActionCountsPerReward: jsonb('monthly_loyalty_action_counts_per_reward')
+      .$type<Record<string, number>>()
+      .notNull()
+      .default(sql`'{}'::jsonb`),
+    /** Approved rewards held; isWinner = approvedRewardCount > 0. */
+    approvedRewardCount: integer('approved_reward_count').notNull().default(0),
+    fraudRiskLevel: text('fraud_risk_level').$type<FraudRiskLevel>().notNull().default('LOW'),
+    fraudReasonCode: text('fraud_reason_code').notNull().default('UNIQUE_IDENTITY'),
+    loyaltyActionSource: text('loyalty_action_source').$type<ParticipantSource>().notNull(),
+    notes: text('notes'),
+    metadata: jsonb('metadata').$type<Metadata>(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull(),
+  },
+  (t) => [
+    uniqueIndex('participants_campaign_email_uq').on(t.campaignId, t.email),
+    index('participants_campaign_rank_idx').on(t.campaignId, t.loyaltyActionCount, t.createdAt),
+  ],
+);

@@ -62,3 +62,4 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   return { ...cfg, OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`, operatorTokenGenerated: true };
 }
+export * from './logger';

@@ -1,0 +1,61 @@
+import { accounts, apiKeys, campaigns, type Plan, type RateLimitOverrides, type Role, users } from '@stampcard/db';
+import { and, eq, isNull } from 'drizzle-orm';
+import type { Ctx } from '../context';
+import { notAuthorized, notFound } from '../errors';
+import { hashApiKey } from '../ids';
+import type { CampaignRow } from '../serialize';
+
+/** Who is calling: the API key's user and account. */
+export type Principal = {
+  apiKeyId: string;
+  userId: string;
+  accountId: string;
+  role: Role;
+  campaignIds: string[];
+  plan: Plan;
+  rateLimits: RateLimitOverrides | null;
+};
+
+/** Resolves a bearer key. Every failure is a 403, as the seed says: missing, revoked or mistyped key, free plan. */
+export async function authenticate(ctx: Ctx, key: string | undefined): Promise<Principal> {
+  if (!key) throw notAuthorized('Missing API key: send the header Authorization: Bearer <API_KEY>');
+  const [row] = await ctx.db
+    .select({
+      apiKeyId: apiKeys.id,
+      userId: users.id,
+      accountId: accounts.id,
+      role: users.role,
+      campaignIds: users.campaignIds,
+      plan: accounts.plan,
+      rateLimits: accounts.rateLimits,
+    })
+    .from(apiKeys)
+    .innerJoin(users, eq(users.id, apiKeys.userId))
+    .innerJoin(accounts, eq(accounts.id, users.accountId))
+    .where(and(eq(apiKeys.keyHash, hashApiKey(key)), isNull(apiKeys.revokedAt)))
+    .limit(1);
+  if (!row) throw notAuthorized('The API key is revoked or mistyped');
+  if (row.plan === 'FREE') throw notAuthorized('The REST API is available on paid plans only');
+  return row;
+}
+
+export function canReachCampaign(p: Principal, campaign: Pick<CampaignRow, 'id' | 'accountId'>): boolean {
+  if (campaign.accountId !== p.accountId) return false;
+  return p.role === 'ADMIN' || p.campaignIds.includes(campaign.id);
+}
+
+/**
+ * The campaign the caller names, if the caller may reach it: a missing or DELETED campaign is a 404,
+ * another account's campaign or one a MEMBER has no API access to is a 403.
+ */
+export async function loadCampaignFor(ctx: Ctx, p: Principal, campaignId: string): Promise<CampaignRow> {
+  const [campaign] = await ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId)).limit(1);
+  if (!campaign || campaign.status === 'DELETED') throw notFound(`Campaign ${campaignId}`);
+  if (campaign.accountId !== p.accountId) {
+    throw notAuthorized('This API key cannot reach that campaign: it belongs to another account');
+  }
+  if (!canReachCampaign(p, campaign)) {
+    throw notAuthorized('This API key has no API access to that campaign: an Admin role or campaign access is needed');
+  }
+  return campaign;
+}

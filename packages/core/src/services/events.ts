@@ -1,0 +1,25 @@
+import { events } from '@stampcard/db';
+import type { Ctx } from '../context';
+import { newId } from '../ids';
+
+export const EVENT_TYPES = [
+  'NEW_PARTICIPANT_ADDED',
+  'PARTICIPANT_UPDATED',
+  'PARTICIPANT_FRAUD_STATUS_UPDATED',
+  'LOYALTY_ACTION_APPLIED',
+  'PARTICIPANT_REACHED_A_GOAL',
+  'PARTICIPANT_REWARD_FULFILLED',
+  'PARTICIPANT_SUBMITTED_REWARD_FORM',
+  'REWARD_FORM_REVIEWED',
+  'CAMPAIGN_ENDED',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export type NewEvent = { campaignId: string; type: EventType; data: Record<string, unknown> };
+
+/** Writes events to the outbox. Call it inside the transaction of the change that causes them. */
+export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<void> {
+  if (list.length === 0) return;
+  const createdAt = ctx.clock.now();
+  await ctx.db.insert(events).values(list.map((e) => ({ id: newId('event'), createdAt, ...e })));
+}

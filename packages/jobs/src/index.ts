@@ -1,0 +1,59 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import { Redis, type RedisOptions } from 'ioredis';
+import { z } from 'zod';
+
+/**
+ * The job catalog, shared by producers (API, relay) and consumers (worker): each job's queue, name,
+ * payload schema and retry policy are declared here once.
+ */
+export const jobs = {
+  applyLoyaltyAction: {
+    queue: 'loyalty-actions',
+    name: 'loyalty-action.apply',
+    payload: z.strictObject({ actionId: z.string().startsWith('act_') }),
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 500 },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    } satisfies JobsOptions,
+  },
+} as const;
+
+export type ApplyLoyaltyActionPayload = z.infer<typeof jobs.applyLoyaltyAction.payload>;
+export const QUEUE_NAMES = [jobs.applyLoyaltyAction.queue] as const;
+
+/**
+ * A Redis connection as BullMQ wants it: commands wait (no per-request retry limit) while Redis reconnects,
+ * so a blip delays work instead of failing it.
+ */
+export function createRedis(url: string, opts: RedisOptions = {}): Redis {
+  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, ...opts });
+}
+
+export type Queues = {
+  loyaltyActions: Queue;
+  all: Queue[];
+  close(): Promise<void>;
+};
+
+export function createQueues(connection: Redis, prefix: string): Queues {
+  const loyaltyActions = new Queue(jobs.applyLoyaltyAction.queue, { connection, prefix });
+  const all = [loyaltyActions];
+  return {
+    loyaltyActions,
+    all,
+    close: async () => {
+      await Promise.all(all.map((q) => q.close()));
+    },
+  };
+}
+
+/** Puts accepted actions in the queue. The job id is the action id, so an action already queued is not added twice. */
+export async function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
+  if (actionIds.length === 0) return;
+  const { name, options } = jobs.applyLoyaltyAction;
+  await queues.loyaltyActions.addBulk(
+    actionIds.map((actionId) => ({ name, data: { actionId }, opts: { ...options, jobId: actionId } })),
+  );
+}

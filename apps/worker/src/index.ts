@@ -40,14 +40,17 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
     apply: (ids) => applyActions(opts.ctx, ids),
     maxSize: concurrency,
     maxWaitMs: opts.batchWaitMs ?? 2,
-    onBatchError: (err, size) => opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
+    onBatchError: (err, size) =>
+      opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
   });
   const worker = new Worker(jobs.applyLoyaltyAction.queue, applyLoyaltyActionProcessor(batcher), {
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency,
   });
-  worker.on('failed', (job, err) => opts.logger.error({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'));
+  worker.on('failed', (job, err) =>
+    opts.logger.error({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'),
+  );
   worker.on('error', (err) => opts.logger.error({ err }, 'worker error'));
   const relay = createRelay({
     ctx: opts.ctx,

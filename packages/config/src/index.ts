@@ -56,7 +56,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
   }
   const cfg = parsed.data;
-  if (cfg.OPERATOR_TOKEN) return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
+  if (cfg.OPERATOR_TOKEN)
+    return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
   if (cfg.NODE_ENV === 'production') {
     throw new ConfigError('Invalid environment:\n  OPERATOR_TOKEN: required in production');
   }

@@ -4,7 +4,9 @@ export type Clock = { now(): Date };
 export const systemClock: Clock = { now: () => new Date() };
 
 /** A clock tests can move. */
-export function manualClock(start: Date | string | number): Clock & { set(t: Date | string | number): void; advance(ms: number): void } {
+export function manualClock(
+  start: Date | string | number,
+): Clock & { set(t: Date | string | number): void; advance(ms: number): void } {
   let t = new Date(start).getTime();
   return {
     now: () => new Date(t),

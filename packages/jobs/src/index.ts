@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { type JobsOptions, Queue } from 'bullmq';
 import { Redis, type RedisOptions } from 'ioredis';
 import { z } from 'zod';
 
@@ -56,4 +56,24 @@ export async function enqueueActions(queues: Queues, actionIds: string[]): Promi
   await queues.loyaltyActions.addBulk(
     actionIds.map((actionId) => ({ name, data: { actionId }, opts: { ...options, jobId: actionId } })),
   );
+}
+
+/** Resolves once the connection is ready (needed before use when the offline queue is off). */
+export function redisReady(redis: Redis, timeoutMs = 5000): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`Redis not ready after ${timeoutMs} ms`));
+    }, timeoutMs);
+    const onReady = () => {
+      cleanup();
+      resolve();
+    };
+    const cleanup = () => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+    };
+    redis.on('ready', onReady);
+  });
 }

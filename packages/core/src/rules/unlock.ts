@@ -16,10 +16,7 @@ export function reachesGoal(reward: UnlockRewardRule, countAfter: number): boole
 }
 
 /** The count the goal is measured on. */
-export function goalCount(
-  reward: UnlockRewardRule,
-  counts: { total: number; monthly: number },
-): number {
+export function goalCount(reward: UnlockRewardRule, counts: { total: number; monthly: number }): number {
   return reward.limitDuration === 'PER_MONTH' ? counts.monthly : counts.total;
 }
 

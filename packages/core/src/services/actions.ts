@@ -46,7 +46,9 @@ const INFLIGHT_INDEX = 'loyalty_actions_inflight_uq';
  */
 export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput) {
   if (campaign.status !== 'IN_PROGRESS') {
-    throw invalidState(`The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`);
+    throw invalidState(
+      `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
+    );
   }
   const [reward] = await ctx.db
     .select({ id: rewards.id })
@@ -74,7 +76,9 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
       } else {
         participant = await findParticipant(tx, campaign.id, who.email);
         if (!participant) {
-          throw notFound(`Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`);
+          throw notFound(
+            `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
+          );
         }
       }
       const [action] = await db
@@ -152,7 +156,12 @@ export async function waitForAction(ctx: Ctx, campaignId: string, actionId: stri
   }
 }
 
-export type AppliedAction = { id: string; status: ActionRow['status']; unlockedRewardIds: string[]; reason?: string };
+export type AppliedAction = {
+  id: string;
+  status: ActionRow['status'];
+  unlockedRewardIds: string[];
+  reason?: string;
+};
 
 /**
  * The worker's half: applies queued actions, each exactly once, all in ONE transaction (a batch).
@@ -186,9 +195,17 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       .from(rewards)
       .where(inArray(rewards.id, [...new Set(claimed.map((a) => a.rewardId))]));
     const byReward = new Map(rRows.map((r) => [r.id, r]));
-    const capped = rRows.filter(hasWinnersCap).map((r) => r.id).sort();
+    const capped = rRows
+      .filter(hasWinnersCap)
+      .map((r) => r.id)
+      .sort();
     if (capped.length > 0) {
-      await db.select({ id: rewards.id }).from(rewards).where(inArray(rewards.id, capped)).orderBy(asc(rewards.id)).for('update');
+      await db
+        .select({ id: rewards.id })
+        .from(rewards)
+        .where(inArray(rewards.id, capped))
+        .orderBy(asc(rewards.id))
+        .for('update');
     }
     const cRows = await db
       .select()
@@ -217,7 +234,12 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           .update(loyaltyActions)
           .set({ status: 'REJECTED', reason: reason ?? 'UNKNOWN' })
           .where(eq(loyaltyActions.id, action.id));
-        results.push({ id: action.id, status: 'REJECTED', unlockedRewardIds: [], reason: reason ?? 'UNKNOWN' });
+        results.push({
+          id: action.id,
+          status: 'REJECTED',
+          unlockedRewardIds: [],
+          reason: reason ?? 'UNKNOWN',
+        });
         continue;
       }
       touched.add(p.id);
@@ -227,7 +249,10 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       const total = (p.loyaltyActionCountsPerReward[reward.id] ?? 0) + 1;
       const monthly = (p.monthlyLoyaltyActionCountsPerReward[reward.id] ?? 0) + 1;
       p.loyaltyActionCountsPerReward = { ...p.loyaltyActionCountsPerReward, [reward.id]: total };
-      p.monthlyLoyaltyActionCountsPerReward = { ...p.monthlyLoyaltyActionCountsPerReward, [reward.id]: monthly };
+      p.monthlyLoyaltyActionCountsPerReward = {
+        ...p.monthlyLoyaltyActionCountsPerReward,
+        [reward.id]: monthly,
+      };
       p.updatedAt = now;
       const delta = campaignDelta.get(campaign.id) ?? { actions: 0, winners: 0 };
       delta.actions += 1;
@@ -243,10 +268,18 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
 
       const unlockedIds = unlocked ? [unlocked.id] : [];
       if (unlocked) {
-        await db.update(loyaltyActions).set({ unlockedRewardIds: unlockedIds }).where(eq(loyaltyActions.id, action.id));
+        await db
+          .update(loyaltyActions)
+          .set({ unlockedRewardIds: unlockedIds })
+          .where(eq(loyaltyActions.id, action.id));
       }
       const participantView = serializeParticipant(p, { now });
-      const campaignView = { id: campaign.id, name: campaign.name, status: campaign.status, currencyISO: campaign.currencyISO };
+      const campaignView = {
+        id: campaign.id,
+        name: campaign.name,
+        status: campaign.status,
+        currencyISO: campaign.currencyISO,
+      };
       outbox.push({
         campaignId: campaign.id,
         type: 'LOYALTY_ACTION_APPLIED',
@@ -261,7 +294,11 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         outbox.push({
           campaignId: campaign.id,
           type: 'PARTICIPANT_REACHED_A_GOAL',
-          data: { participant: participantView, reward: serializeParticipantRewardWithReward(unlocked, reward), campaign: campaignView },
+          data: {
+            participant: participantView,
+            reward: serializeParticipantRewardWithReward(unlocked, reward),
+            campaign: campaignView,
+          },
         });
       }
       results.push({ id: action.id, status: 'APPLIED', unlockedRewardIds: unlockedIds });
@@ -300,7 +337,14 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
 /** Applies the limits of contract section 4; the caller holds the participant's row (and a capped reward's). */
 async function unlockIfAllowed(
   ctx: Ctx,
-  a: { action: ActionRow; participant: ParticipantRow; reward: RewardRow; campaign: CampaignRow; month: string; now: Date },
+  a: {
+    action: ActionRow;
+    participant: ParticipantRow;
+    reward: RewardRow;
+    campaign: CampaignRow;
+    month: string;
+    now: Date;
+  },
 ): Promise<ParticipantRewardRow | null> {
   const { db } = ctx;
   const { reward, participant, month } = a;
@@ -310,13 +354,18 @@ async function unlockIfAllowed(
     eq(participantRewards.rewardId, reward.id),
     perMonth ? eq(participantRewards.earnedMonth, month) : undefined,
   );
-  const [earned] = await db.select({ n: sql<number>`count(*)`.mapWith(Number) }).from(participantRewards).where(mine);
+  const [earned] = await db
+    .select({ n: sql<number>`count(*)`.mapWith(Number) })
+    .from(participantRewards)
+    .where(mine);
   let winners: { count: number; includesParticipant: boolean } | undefined;
   if (hasWinnersCap(reward)) {
     const [w] = await db
       .select({
         count: sql<number>`count(distinct ${participantRewards.participantId})`.mapWith(Number),
-        mine: sql<number>`count(*) filter (where ${participantRewards.participantId} = ${participant.id})`.mapWith(Number),
+        mine: sql<number>`count(*) filter (where ${participantRewards.participantId} = ${participant.id})`.mapWith(
+          Number,
+        ),
       })
       .from(participantRewards)
       .where(and(eq(participantRewards.rewardId, reward.id), eq(participantRewards.earnedMonth, month)));
@@ -348,7 +397,12 @@ export async function findStaleQueuedActions(ctx: Ctx, graceMs: number, limit = 
   const rows = await ctx.db
     .select({ id: loyaltyActions.id })
     .from(loyaltyActions)
-    .where(and(eq(loyaltyActions.status, 'QUEUED'), sql`${loyaltyActions.createdAt} <= ${cutoff.toISOString()}::timestamptz`))
+    .where(
+      and(
+        eq(loyaltyActions.status, 'QUEUED'),
+        sql`${loyaltyActions.createdAt} <= ${cutoff.toISOString()}::timestamptz`,
+      ),
+    )
     .orderBy(asc(loyaltyActions.createdAt))
     .limit(limit);
   return rows.map((r) => r.id);

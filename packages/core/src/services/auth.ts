@@ -1,4 +1,12 @@
-import { accounts, apiKeys, campaigns, type Plan, type RateLimitOverrides, type Role, users } from '@stampcard/db';
+import {
+  accounts,
+  apiKeys,
+  campaigns,
+  type Plan,
+  type RateLimitOverrides,
+  type Role,
+  users,
+} from '@stampcard/db';
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { notAuthorized, notFound } from '../errors';
@@ -55,7 +63,9 @@ export async function loadCampaignFor(ctx: Ctx, p: Principal, campaignId: string
     throw notAuthorized('This API key cannot reach that campaign: it belongs to another account');
   }
   if (!canReachCampaign(p, campaign)) {
-    throw notAuthorized('This API key has no API access to that campaign: an Admin role or campaign access is needed');
+    throw notAuthorized(
+      'This API key has no API access to that campaign: an Admin role or campaign access is needed',
+    );
   }
   return campaign;
 }

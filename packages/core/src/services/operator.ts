@@ -70,19 +70,45 @@ export async function createUser(ctx: Ctx, accountId: string, input: UserInput) 
     const missing = campaignIds.filter((id) => !owned.some((o) => o.id === id));
     if (missing.length > 0) {
       throw validationError(
-        missing.map((id) => ({ location: 'body', param: 'campaignIds', value: id, msg: 'no such campaign in this account' })),
+        missing.map((id) => ({
+          location: 'body',
+          param: 'campaignIds',
+          value: id,
+          msg: 'no such campaign in this account',
+        })),
       );
     }
   }
   const [row] = await ctx.db
     .insert(users)
-    .values({ id: newId('user'), accountId, email: input.email.toLowerCase(), role: input.role, campaignIds, createdAt: ctx.clock.now() })
+    .values({
+      id: newId('user'),
+      accountId,
+      email: input.email.toLowerCase(),
+      role: input.role,
+      campaignIds,
+      createdAt: ctx.clock.now(),
+    })
     .onConflictDoNothing()
     .returning();
   if (!row) {
-    throw validationError([{ location: 'body', param: 'email', value: input.email, msg: 'a user with this email already exists in the account' }]);
+    throw validationError([
+      {
+        location: 'body',
+        param: 'email',
+        value: input.email,
+        msg: 'a user with this email already exists in the account',
+      },
+    ]);
   }
-  return { id: row.id, accountId: row.accountId, email: row.email, role: row.role, campaignIds: row.campaignIds, createdAt: row.createdAt.getTime() };
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    email: row.email,
+    role: row.role,
+    campaignIds: row.campaignIds,
+    createdAt: row.createdAt.getTime(),
+  };
 }
 
 /** Issues a key for a user. The key is in this answer only; the database keeps its hash. */
@@ -104,7 +130,11 @@ export async function revokeApiKey(ctx: Ctx, keyId: string) {
     .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
     .returning({ id: apiKeys.id });
   if (!row) {
-    const [exists] = await ctx.db.select({ id: apiKeys.id }).from(apiKeys).where(eq(apiKeys.id, keyId)).limit(1);
+    const [exists] = await ctx.db
+      .select({ id: apiKeys.id })
+      .from(apiKeys)
+      .where(eq(apiKeys.id, keyId))
+      .limit(1);
     if (!exists) throw notFound(`API key ${keyId}`);
   }
   return { id: keyId, revoked: true };
@@ -137,7 +167,8 @@ export async function createCampaign(ctx: Ctx, accountId: string, input: Campaig
       updatedAt: now,
     })
     .returning();
-  if (input.pointsConversion) await assertRewardInCampaign(ctx, row!.id, input.pointsConversion.rewardId, 'pointsConversion.rewardId');
+  if (input.pointsConversion)
+    await assertRewardInCampaign(ctx, row!.id, input.pointsConversion.rewardId, 'pointsConversion.rewardId');
   return serializeCampaignForOperator(row!, []);
 }
 
@@ -147,7 +178,10 @@ async function assertRewardInCampaign(ctx: Ctx, campaignId: string, rewardId: st
     .from(rewards)
     .where(and(eq(rewards.id, rewardId), eq(rewards.campaignId, campaignId)))
     .limit(1);
-  if (!r) throw validationError([{ location: 'body', param, value: rewardId, msg: 'no such reward in this campaign' }]);
+  if (!r)
+    throw validationError([
+      { location: 'body', param, value: rewardId, msg: 'no such reward in this campaign' },
+    ]);
 }
 
 async function requireCampaign(ctx: Ctx, campaignId: string, lock = false) {
@@ -171,7 +205,13 @@ export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partia
     if (before.status === 'DELETED' && input.status && input.status !== 'DELETED') {
       throw invalidState('A deleted campaign cannot change status');
     }
-    if (input.pointsConversion) await assertRewardInCampaign(tx, campaignId, input.pointsConversion.rewardId, 'pointsConversion.rewardId');
+    if (input.pointsConversion)
+      await assertRewardInCampaign(
+        tx,
+        campaignId,
+        input.pointsConversion.rewardId,
+        'pointsConversion.rewardId',
+      );
     const [row] = await db
       .update(campaigns)
       .set({
@@ -183,7 +223,11 @@ export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partia
       .returning();
     if (input.status === 'COMPLETE' && before.status !== 'COMPLETE') {
       await recordEvents(tx, [
-        { campaignId, type: 'CAMPAIGN_ENDED', data: { campaign: { id: row!.id, name: row!.name, status: row!.status } } },
+        {
+          campaignId,
+          type: 'CAMPAIGN_ENDED',
+          data: { campaign: { id: row!.id, name: row!.name, status: row!.status } },
+        },
       ]);
     }
     const rs = await db.select().from(rewards).where(eq(rewards.campaignId, campaignId));
@@ -196,7 +240,12 @@ export type RewardInput = Partial<Omit<RewardRow, 'id' | 'campaignId' | 'created
 function checkRewardShape(r: RewardInput) {
   const issues = [];
   if (r.limitDuration !== 'PER_MONTH' && r.numberOfWinners != null) {
-    issues.push({ location: 'body', param: 'numberOfWinners', value: r.numberOfWinners, msg: 'applies only when limitDuration is PER_MONTH' });
+    issues.push({
+      location: 'body',
+      param: 'numberOfWinners',
+      value: r.numberOfWinners,
+      msg: 'applies only when limitDuration is PER_MONTH',
+    });
   }
   if (issues.length) throw validationError(issues);
 }

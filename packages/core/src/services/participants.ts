@@ -11,7 +11,11 @@ import { recordEvents } from './events';
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
 
 /** A path segment with `@` is an email; anything else is a participant id. */
-export async function findParticipant(ctx: Ctx, campaignId: string, idOrEmail: string): Promise<ParticipantRow | undefined> {
+export async function findParticipant(
+  ctx: Ctx,
+  campaignId: string,
+  idOrEmail: string,
+): Promise<ParticipantRow | undefined> {
   const where = idOrEmail.includes('@')
     ? eq(participants.email, normaliseEmail(idOrEmail))
     : eq(participants.id, idOrEmail);
@@ -23,7 +27,11 @@ export async function findParticipant(ctx: Ctx, campaignId: string, idOrEmail: s
   return row;
 }
 
-export async function requireParticipant(ctx: Ctx, campaignId: string, idOrEmail: string): Promise<ParticipantRow> {
+export async function requireParticipant(
+  ctx: Ctx,
+  campaignId: string,
+  idOrEmail: string,
+): Promise<ParticipantRow> {
   const row = await findParticipant(ctx, campaignId, idOrEmail);
   if (!row) throw notFound(`Participant ${idOrEmail} in campaign ${campaignId}`);
   return row;
@@ -47,7 +55,9 @@ export async function participantRanks(ctx: Ctx, p: ParticipantRow): Promise<Ran
   const pm = mine[0]?.pm ?? 0;
   const joinedBefore = sql`(${participants.createdAt}, ${participants.id}) < (${p.createdAt.toISOString()}::timestamptz, ${p.id})`;
   const ahead = (expr: ReturnType<typeof sql>, mineValue: number) =>
-    sql`count(*) filter (where ${expr} > ${mineValue} or (${expr} = ${mineValue} and ${joinedBefore}))`.mapWith(Number);
+    sql`count(*) filter (where ${expr} > ${mineValue} or (${expr} = ${mineValue} and ${joinedBefore}))`.mapWith(
+      Number,
+    );
   const [row] = await ctx.db
     .select({
       rank: ahead(sql`${participants.loyaltyActionCount}`, p.loyaltyActionCount),
@@ -135,7 +145,10 @@ export async function ensureParticipant(
     )
     .returning({ id: accounts.id });
   if (!quota) {
-    throw new DomainError('USAGE_LIMIT', 'Participant quota has been exhausted: upgrade the plan to add more participants');
+    throw new DomainError(
+      'USAGE_LIMIT',
+      'Participant quota has been exhausted: upgrade the plan to add more participants',
+    );
   }
   await ctx.db
     .update(campaigns)
@@ -145,7 +158,10 @@ export async function ensureParticipant(
     {
       campaignId: campaign.id,
       type: 'NEW_PARTICIPANT_ADDED',
-      data: { participant: serializeParticipant(inserted, { now, rewards: [] }), campaign: { id: campaign.id, name: campaign.name } },
+      data: {
+        participant: serializeParticipant(inserted, { now, rewards: [] }),
+        campaign: { id: campaign.id, name: campaign.name },
+      },
     },
   ]);
   return { participant: inserted, created: true };

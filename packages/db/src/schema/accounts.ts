@@ -37,10 +37,7 @@ export const users = pgTable(
     email: text('email').notNull(),
     role: text('role').$type<Role>().notNull(),
     /** Campaigns a MEMBER may reach over the API; ignored for ADMIN. */
-    campaignIds: text('campaign_ids')
-      .array()
-      .notNull()
-      .default(sql`'{}'::text[]`),
+    campaignIds: text('campaign_ids').array().notNull().default(sql`'{}'::text[]`),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex('users_account_email_uq').on(t.accountId, t.email)],
@@ -62,4 +59,3 @@ export const apiKeys = pgTable(
   },
   (t) => [uniqueIndex('api_keys_hash_uq').on(t.keyHash), index('api_keys_user_idx').on(t.userId)],
 );
-

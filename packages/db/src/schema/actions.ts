@@ -23,10 +23,7 @@ export const loyaltyActions = pgTable(
     metadata: jsonb('metadata').$type<Metadata>(),
     /** Hash of (API key, method, path, body): an identical request while this one is QUEUED is a 409. */
     requestHash: text('request_hash'),
-    unlockedRewardIds: text('unlocked_reward_ids')
-      .array()
-      .notNull()
-      .default(sql`'{}'::text[]`),
+    unlockedRewardIds: text('unlocked_reward_ids').array().notNull().default(sql`'{}'::text[]`),
     reason: text('reason'),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }),
@@ -35,9 +32,7 @@ export const loyaltyActions = pgTable(
     uniqueIndex('loyalty_actions_inflight_uq')
       .on(t.requestHash)
       .where(sql`${t.status} = 'QUEUED' and ${t.requestHash} is not null`),
-    index('loyalty_actions_queued_idx')
-      .on(t.createdAt)
-      .where(sql`${t.status} = 'QUEUED'`),
+    index('loyalty_actions_queued_idx').on(t.createdAt).where(sql`${t.status} = 'QUEUED'`),
   ],
 );
 
@@ -117,8 +112,6 @@ export const events = pgTable(
   (t) => [
     uniqueIndex('events_id_uq').on(t.id),
     index('events_campaign_seq_idx').on(t.campaignId, t.seq),
-    index('events_undispatched_idx')
-      .on(t.seq)
-      .where(sql`${t.dispatchedAt} is null`),
+    index('events_undispatched_idx').on(t.seq).where(sql`${t.dispatchedAt} is null`),
   ],
 );

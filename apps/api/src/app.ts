@@ -1,0 +1,78 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { validationError } from '@stampcard/core';
+import { sql } from 'drizzle-orm';
+import { bodyLimit } from 'hono/body-limit';
+import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
+import type { AppEnv, Deps } from './env';
+import { errorResponse, handleError, validationHook } from './errors';
+import { apiKeyAuth } from './middleware/auth';
+import { operatorAuth } from './middleware/operator-auth';
+import { requestLog } from './middleware/request-log';
+import { registerAdmin } from './routes/admin/index';
+import { registerV1 } from './routes/v1/index';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
+export function createApp(deps: Deps) {
+  const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+
+  app.use('*', async (c, next) => {
+    c.set('deps', deps);
+    c.set('ctx', { db: deps.db, clock: deps.clock });
+    await next();
+  });
+  app.use('*', requestLog);
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: () => {
+        throw validationError(
+          [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
+          'Request body is larger than 1 MiB',
+        );
+      },
+    }),
+  );
+
+  app.get('/health', (c) => c.json({ status: 'ok' }));
+  app.get('/ready', async (c) => {
+    const [pg, redis] = await Promise.allSettled([
+      withTimeout(deps.db.execute(sql`select 1`), 2000),
+      withTimeout(deps.redis.ping(), 2000),
+    ]);
+    const checks = {
+      postgres: pg.status === 'fulfilled' ? 'ok' : 'down',
+      redis: redis.status === 'fulfilled' ? 'ok' : 'down',
+    };
+    if (pg.status === 'fulfilled' && redis.status === 'fulfilled') return c.json({ status: 'ready', checks });
+    return errorResponse(c, 'UNAVAILABLE', 'Not ready: a backing store does not answer', { checks });
+  });
+
+  app.use('/v1/*', apiKeyAuth);
+  for (const limiter of deps.limiters ?? []) app.use('/v1/*', limiter);
+  registerV1(app);
+
+  app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));
+  app.use(QUEUE_DASHBOARD_PATH, operatorAuth({ basic: true }));
+  app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));
+  app.use('/admin/v1/*', operatorAuth());
+  registerAdmin(app);
+
+  app.notFound((c) => errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
+  app.onError(handleError);
+  return app;
+}

@@ -1,0 +1,50 @@
+import { z } from '@hono/zod-openapi';
+
+/** Shared input pieces, with the limits of contract section 1. */
+export const emailSchema = z.email({ message: 'must be an email address' }).max(254);
+export const nameSchema = z.string().max(255);
+export const notesSchema = z.string().max(10_000);
+
+const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()], {
+  message: 'metadata is shallow: values are strings, numbers, booleans or null',
+});
+
+export const metadataSchema = z
+  .record(z.string().min(1).max(255), metadataValue)
+  .refine((m) => Object.keys(m).length <= 100, { message: 'metadata has at most 100 keys' })
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= 16 * 1024, {
+    message: 'metadata is at most 16 KiB as JSON',
+  })
+  .openapi({ description: 'Shallow object of custom key-value pairs (at most 100 keys, 16 KiB)' });
+
+export const campaignIdParam = z
+  .string()
+  .min(1)
+  .max(64)
+  .openapi({ param: { name: 'id', in: 'path' }, example: 'a1b2c3d4' });
+
+/** The success body every route answers with: a JSON object, described per route in prose. */
+export const jsonObject = z.record(z.string(), z.unknown());
+
+export const errorResponses = Object.fromEntries(
+  [
+    [400, 'ValidationError or InvalidState'],
+    [402, 'UsageLimit: participant quota exhausted'],
+    [403, 'NotAuthorized'],
+    [404, 'NotFound'],
+    [409, 'DuplicateRequest'],
+    [429, 'RateLimit'],
+    [503, 'Unavailable: a backing store is down'],
+  ].map(([status, description]) => [
+    status,
+    { description: String(description), content: { 'application/json': { schema: jsonObject } } },
+  ]),
+);
+
+export function okResponse(description: string) {
+  return { 200: { description, content: { 'application/json': { schema: jsonObject } } } };
+}
+
+export function jsonBody<T extends z.ZodType>(schema: T) {
+  return { required: true, content: { 'application/json': { schema } } } as const;
+}

@@ -1,0 +1,34 @@
+import { timingSafeEqual } from 'node:crypto';
+import { notAuthorized } from '@stampcard/core';
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../env';
+import { bearerToken } from './auth';
+
+function same(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * The operator API and dashboard: `Authorization: Bearer <OPERATOR_TOKEN>`. With `basic: true` (pages a
+ * browser opens) HTTP Basic with the token as password is accepted too, and a 401 asks the browser for it.
+ */
+export function operatorAuth(opts: { basic?: boolean } = {}): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const token = c.get('deps').operatorToken;
+    const header = c.req.header('authorization');
+    let given = bearerToken(header);
+    if (!given && opts.basic && header?.startsWith('Basic ')) {
+      const decoded = Buffer.from(header.slice(6), 'base64').toString();
+      given = decoded.slice(decoded.indexOf(':') + 1);
+    }
+    if (given && same(given, token)) return next();
+    if (opts.basic) {
+      return c.text('Operator token required', 401, {
+        'WWW-Authenticate': 'Basic realm="Stampcard operators"',
+      });
+    }
+    throw notAuthorized('Operator token missing or wrong: send Authorization: Bearer <OPERATOR_TOKEN>');
+  };
+}

@@ -1,0 +1,19 @@
+import { createRoute } from '@hono/zod-openapi';
+import { createAccount } from '@stampcard/core';
+import type { App } from '../../../env';
+import { acceptFormOrJson } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { AccountBody } from '../schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/accounts',
+  summary: 'Create an account (a business)',
+  tags: ['Operator'],
+  middleware: [acceptFormOrJson(AccountBody)],
+  request: { body: jsonBody(AccountBody) },
+  responses: { ...okResponse('The account'), ...errorResponses },
+});
+
+export const registerCreateAccount = (app: App) =>
+  app.openapi(route, async (c) => c.json(await createAccount(c.get('ctx'), c.req.valid('json')), 200));

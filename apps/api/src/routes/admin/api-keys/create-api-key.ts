@@ -1,0 +1,16 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { createApiKey } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/users/{userId}/api-keys',
+  summary: 'Issue an API key for a user; `key` is shown in this answer only',
+  tags: ['Operator'],
+  request: { params: z.object({ userId: z.string().min(1).max(64) }) },
+  responses: { ...okResponse('`{ id, key, keyPrefix, userId, createdAt }`'), ...errorResponses },
+});
+
+export const registerCreateApiKey = (app: App) =>
+  app.openapi(route, async (c) => c.json(await createApiKey(c.get('ctx'), c.req.valid('param').userId), 200));

@@ -1,0 +1,21 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { createCampaign } from '@stampcard/core';
+import type { App } from '../../../env';
+import { acceptFormOrJson } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { CampaignBody } from '../schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/accounts/{accountId}/campaigns',
+  summary: 'Create a campaign (status DRAFT and currency USD unless given)',
+  tags: ['Operator'],
+  middleware: [acceptFormOrJson(CampaignBody)],
+  request: { params: z.object({ accountId: z.string().min(1).max(64) }), body: jsonBody(CampaignBody) },
+  responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
+});
+
+export const registerCreateCampaign = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await createCampaign(c.get('ctx'), c.req.valid('param').accountId, c.req.valid('json')), 200),
+  );

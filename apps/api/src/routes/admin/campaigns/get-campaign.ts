@@ -1,0 +1,18 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { getCampaignForOperator } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/admin/v1/campaigns/{id}',
+  summary: 'A campaign with its settings and whole rewards',
+  tags: ['Operator'],
+  request: { params: z.object({ id: z.string().min(1).max(64) }) },
+  responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
+});
+
+export const registerGetCampaignForOperator = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await getCampaignForOperator(c.get('ctx'), c.req.valid('param').id), 200),
+  );

@@ -1,0 +1,21 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { updateCampaign } from '@stampcard/core';
+import type { App } from '../../../env';
+import { acceptFormOrJson } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { CampaignPatch } from '../schemas';
+
+const route = createRoute({
+  method: 'patch',
+  path: '/admin/v1/campaigns/{id}',
+  summary: 'Change a campaign: settings or status (entering COMPLETE records CAMPAIGN_ENDED)',
+  tags: ['Operator'],
+  middleware: [acceptFormOrJson(CampaignPatch)],
+  request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(CampaignPatch) },
+  responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
+});
+
+export const registerUpdateCampaign = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await updateCampaign(c.get('ctx'), c.req.valid('param').id, c.req.valid('json')), 200),
+  );

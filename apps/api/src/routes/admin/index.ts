@@ -1,0 +1,25 @@
+import type { App } from '../../env';
+import { registerCreateAccount } from './accounts/create-account';
+import { registerCreateApiKey } from './api-keys/create-api-key';
+import { registerRevokeApiKey } from './api-keys/revoke-api-key';
+import { registerCreateCampaign } from './campaigns/create-campaign';
+import { registerGetCampaignForOperator } from './campaigns/get-campaign';
+import { registerUpdateCampaign } from './campaigns/update-campaign';
+import { registerListQueues } from './queues/list-queues';
+import { registerCreateReward } from './rewards/create-reward';
+import { registerUpdateReward } from './rewards/update-reward';
+import { registerCreateUser } from './users/create-user';
+
+/** The operator API (`/admin/v1`), one file per endpoint. */
+export function registerAdmin(app: App) {
+  registerCreateAccount(app);
+  registerCreateUser(app);
+  registerCreateApiKey(app);
+  registerRevokeApiKey(app);
+  registerCreateCampaign(app);
+  registerGetCampaignForOperator(app);
+  registerUpdateCampaign(app);
+  registerCreateReward(app);
+  registerUpdateReward(app);
+  registerListQueues(app);
+}

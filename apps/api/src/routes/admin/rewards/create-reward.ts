@@ -1,0 +1,21 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { createReward } from '@stampcard/core';
+import type { App } from '../../../env';
+import { acceptFormOrJson } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { RewardBody } from '../schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/campaigns/{id}/rewards',
+  summary: 'Add a reward to a campaign (every Reward field of the seed)',
+  tags: ['Operator'],
+  middleware: [acceptFormOrJson(RewardBody)],
+  request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(RewardBody) },
+  responses: { ...okResponse('The whole Reward'), ...errorResponses },
+});
+
+export const registerCreateReward = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await createReward(c.get('ctx'), c.req.valid('param').id, c.req.valid('json')), 200),
+  );

@@ -1,0 +1,25 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { updateReward } from '@stampcard/core';
+import type { App } from '../../../env';
+import { acceptFormOrJson } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { RewardPatch } from '../schemas';
+
+const route = createRoute({
+  method: 'patch',
+  path: '/admin/v1/campaigns/{id}/rewards/{rewardId}',
+  summary: 'Change a reward',
+  tags: ['Operator'],
+  middleware: [acceptFormOrJson(RewardPatch)],
+  request: {
+    params: z.object({ id: z.string().min(1).max(64), rewardId: z.string().min(1).max(64) }),
+    body: jsonBody(RewardPatch),
+  },
+  responses: { ...okResponse('The whole Reward'), ...errorResponses },
+});
+
+export const registerUpdateReward = (app: App) =>
+  app.openapi(route, async (c) => {
+    const { id, rewardId } = c.req.valid('param');
+    return c.json(await updateReward(c.get('ctx'), id, rewardId, c.req.valid('json')), 200);
+  });

@@ -1,0 +1,129 @@
+import { z } from '@hono/zod-openapi';
+import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
+import { emailSchema, metadataSchema } from '../../lib/schemas';
+
+const positive = z.number().int().min(1);
+
+export const rateLimitsSchema = z.strictObject({
+  second: positive.optional().openapi({ description: 'Requests per 5-second window (default 30)' }),
+  minute: positive.optional().openapi({ description: 'Requests per minute (default 200)' }),
+  hour: positive.optional().openapi({ description: 'Requests per hour (default 10000)' }),
+  concurrency: positive.optional().openapi({ description: 'Requests in flight per client IP (default 3)' }),
+  slowdownAfter: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .openapi({ description: 'Writes per minute before the slowdown (default 60; 0: off)' }),
+});
+
+export const AccountBody = z.strictObject({
+  name: z.string().min(1).max(255),
+  plan: z.enum(PLANS),
+  participantQuota: z
+    .number()
+    .int()
+    .min(0)
+    .nullable()
+    .optional()
+    .openapi({ description: 'null or absent: no quota' }),
+  rateLimits: rateLimitsSchema.nullable().optional(),
+});
+
+export const UserBody = z.strictObject({
+  email: emailSchema,
+  role: z.enum(ROLES),
+  campaignIds: z.array(z.string().min(1).max(64)).max(1000).optional(),
+});
+
+const listEntry = z.string().min(1).max(254);
+export const antiFraudSchema = z.strictObject({
+  level: z.enum(['OFF', 'STANDARD', 'STRICT']).optional(),
+  blacklist: z.array(listEntry).max(10_000).optional(),
+  whitelist: z.array(listEntry).max(10_000).optional(),
+  ipThrottle: z.number().int().min(0).optional(),
+});
+
+export const pointsConversionSchema = z.strictObject({
+  metadataKey: z.string().min(1).max(255),
+  threshold: z.number().positive(),
+  rewardId: z.string().min(1).max(64),
+});
+
+const campaignFields = {
+  name: z.string().min(1).max(255),
+  currencyISO: z
+    .string()
+    .regex(/^[A-Za-z]{3}$/, 'must be an ISO 4217 code such as USD')
+    .optional(),
+  status: z.enum(CAMPAIGN_STATUSES).optional(),
+  antiFraud: antiFraudSchema.nullable().optional(),
+  requireRewardApproval: z.boolean().optional(),
+  pointsConversion: pointsConversionSchema.nullable().optional(),
+};
+export const CampaignBody = z.strictObject(campaignFields);
+export const CampaignPatch = z
+  .strictObject({ ...campaignFields, name: campaignFields.name.optional() })
+  .refine((v) => Object.keys(v).length > 0, { message: 'nothing to change' });
+
+const text = (max = 10_000) => z.string().max(max).nullable().optional();
+const url = z.url().max(2048).nullable().optional();
+
+const rewardFields = {
+  title: text(255),
+  description: text(),
+  subdescription: text(),
+  instructions: text(50_000),
+  cta: text(255),
+  submissionType: z.enum(['URL', 'FORM']).nullable().optional(),
+  submissionExampleUrl: url,
+  submissionFormUrl: url,
+  submissionFormFields: z
+    .array(
+      z.strictObject({
+        key: z.string().min(1).max(255),
+        label: z.string().max(255).optional(),
+        placeholder: z.string().max(255).optional(),
+        type: z.string().max(50).optional(),
+        isRequired: z.boolean().optional(),
+        isVisible: z.boolean().optional(),
+      }),
+    )
+    .max(100)
+    .nullable()
+    .optional(),
+  submissionFormButtonText: text(255),
+  submissionFormMessages: z
+    .strictObject({
+      required: z.string().max(1000).optional(),
+      reCaptchaRequired: z.string().max(1000).optional(),
+      success: z.string().max(1000).optional(),
+      error: z.string().max(1000).optional(),
+      alreadySubmitted: z.string().max(1000).optional(),
+    })
+    .nullable()
+    .optional(),
+  isUnlimited: z.boolean().optional(),
+  limit: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .openapi({ description: 'Earnings per participant (default 1); ignored when isUnlimited' }),
+  conversionsRequired: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .openapi({ description: 'Loyalty actions per earning (default 1)' }),
+  limitDuration: z.enum(['IN_TOTAL', 'PER_MONTH']).optional(),
+  numberOfWinners: z.number().int().min(1).nullable().optional(),
+  couponCode: text(255),
+  imageUrl: url,
+  order: z.number().int().nullable().optional(),
+  metadata: metadataSchema.nullable().optional(),
+};
+export const RewardBody = z.strictObject(rewardFields);
+export const RewardPatch = z
+  .strictObject(rewardFields)
+  .refine((v) => Object.keys(v).length > 0, { message: 'nothing to change' });

@@ -1,0 +1,17 @@
+import { createRoute } from '@hono/zod-openapi';
+import { listCampaigns } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/v1/campaigns',
+  summary: 'List the programs of the account (deleted ones are left out)',
+  tags: ['Campaigns'],
+  responses: { ...okResponse('`{ campaigns: Campaign[] }`'), ...errorResponses },
+});
+
+export const registerListCampaigns = (app: App) =>
+  app.openapi(route, async (c) => {
+    return c.json({ campaigns: await listCampaigns(c.get('ctx'), c.get('principal')) }, 200);
+  });

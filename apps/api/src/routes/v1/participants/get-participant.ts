@@ -1,0 +1,32 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { loadCampaignFor, requireParticipant, showParticipant } from '@stampcard/core';
+import type { App } from '../../../env';
+import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/v1/campaign/{id}/participant/{idOrEmail}',
+  summary: 'Get a participant by email or by id',
+  description: 'A path segment that contains `@` is an email; anything else is a participant id.',
+  tags: ['Participants'],
+  request: {
+    params: z.object({
+      id: campaignIdParam,
+      idOrEmail: z
+        .string()
+        .min(1)
+        .max(254)
+        .openapi({ param: { name: 'idOrEmail', in: 'path' }, example: 'ada@example.com' }),
+    }),
+  },
+  responses: { ...okResponse('The Participant object'), ...errorResponses },
+});
+
+export const registerGetParticipant = (app: App) =>
+  app.openapi(route, async (c) => {
+    const ctx = c.get('ctx');
+    const { id, idOrEmail } = c.req.valid('param');
+    const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
+    const participant = await requireParticipant(ctx, campaign.id, idOrEmail);
+    return c.json(await showParticipant(ctx, participant), 200);
+  });

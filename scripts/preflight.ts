@@ -1,0 +1,55 @@
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+
+function where(url: string): string {
+  const u = new URL(url);
+  return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 5432)}`;
+}
+
+/**
+ * Checks that PostgreSQL and Redis answer before anything starts, and says how to start the missing one,
+ * instead of a stack trace from deep inside a driver.
+ */
+export async function preflight(databaseUrl: string, redisUrl: string): Promise<string[]> {
+  const problems: string[] = [];
+  const admin = new URL(databaseUrl);
+  admin.pathname = '/postgres';
+  const sql = postgres(admin.toString(), { max: 1, connect_timeout: 3, onnotice: () => {} });
+  try {
+    await sql`select 1`;
+  } catch (err) {
+    problems.push(
+      `PostgreSQL is not reachable at ${where(databaseUrl)} (${(err as Error).message}).\n` +
+        '  Start it with `docker compose up -d postgres`, or on Debian `pg_ctlcluster 15 main start`,\n' +
+        '  or point DATABASE_URL at a running server.',
+    );
+  } finally {
+    await sql.end({ timeout: 1 }).catch(() => {});
+  }
+  const redis = new Redis(redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 3000,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    await redis.ping();
+    const policy = (await redis.config('GET', 'maxmemory-policy').catch(() => [])) as string[];
+    if (policy[1] && policy[1] !== 'noeviction') {
+      console.warn(
+        `warning: Redis maxmemory-policy is ${policy[1]}; use noeviction so queued jobs are never evicted`,
+      );
+    }
+  } catch (err) {
+    problems.push(
+      `Redis is not reachable at ${where(redisUrl)} (${(err as Error).message}).\n` +
+        '  Start it with `docker compose up -d redis`, or `redis-server --daemonize yes`,\n' +
+        '  or point REDIS_URL at a running server.',
+    );
+  } finally {
+    redis.disconnect();
+  }
+  return problems;
+}

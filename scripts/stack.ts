@@ -1,0 +1,80 @@
+import { type RunningApi, startApi } from '@stampcard/api';
+import type { Config, Logger } from '@stampcard/config';
+import { type Clock, systemClock } from '@stampcard/core';
+import { createDb } from '@stampcard/db';
+import { createQueues, createRedis, redisReady } from '@stampcard/jobs';
+import { type StampcardWorker, startWorker } from '@stampcard/worker';
+
+export type StackOptions = {
+  config: Config;
+  logger: Logger;
+  clock?: Clock;
+  /** Run the API (default true) and the worker with its relay (default true). */
+  api?: boolean;
+  worker?: boolean;
+};
+
+export type Stack = {
+  api: RunningApi | null;
+  worker: StampcardWorker | null;
+  /** Graceful stop: no new requests, in-flight jobs finished, pools closed. */
+  close(): Promise<void>;
+};
+
+/** API and worker in one process, as `npm start` runs them. Production may run each on its own. */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  const { config, logger } = opts;
+  const clock = opts.clock ?? systemClock;
+  const database = createDb(config.DATABASE_URL, { max: 20 });
+  // The API's connection fails fast while Redis is away (the relay re-queues later); the worker's waits.
+  const apiRedis = createRedis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
+  const workerRedis = createRedis(config.REDIS_URL);
+  apiRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (api) connection error'));
+  workerRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (worker) connection error'));
+  await Promise.all([redisReady(apiRedis), redisReady(workerRedis)]);
+  const queues = createQueues(apiRedis, config.QUEUE_PREFIX);
+  const workerQueues = createQueues(workerRedis, config.QUEUE_PREFIX);
+
+  const api =
+    opts.api === false
+      ? null
+      : await startApi(
+          {
+            db: database.db,
+            redis: apiRedis,
+            queues,
+            clock,
+            logger,
+            operatorToken: config.OPERATOR_TOKEN,
+            supportUrl: config.SUPPORT_URL,
+          },
+          { port: config.PORT, host: config.HOST },
+        );
+  const worker =
+    opts.worker === false
+      ? null
+      : startWorker({
+          ctx: { db: database.db, clock },
+          connection: workerRedis,
+          queues: workerQueues,
+          prefix: config.QUEUE_PREFIX,
+          logger,
+          concurrency: config.WORKER_CONCURRENCY,
+          batchWaitMs: config.WORKER_BATCH_WAIT_MS,
+          relayIntervalMs: config.RELAY_INTERVAL_MS,
+          relayGraceMs: config.RELAY_GRACE_MS,
+        });
+
+  return {
+    api,
+    worker,
+    close: async () => {
+      await api?.close();
+      await worker?.close();
+      await Promise.all([queues.close(), workerQueues.close()]);
+      apiRedis.disconnect();
+      workerRedis.disconnect();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { ConfigError, createLogger, loadConfig } from '@stampcard/config';
+import { runMigrations } from '@stampcard/db';
+import { preflight } from './preflight';
+import { startStack } from './stack';
+
+/** `npm start`: check the services, apply migrations, run the API and the worker until SIGTERM. */
+async function main() {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      process.exit(1);
+    }
+    throw err;
+  }
+  const problems = await preflight(config.DATABASE_URL, config.REDIS_URL);
+  if (problems.length > 0) {
+    console.error(`Stampcard cannot start:\n\n${problems.join('\n\n')}`);
+    process.exit(1);
+  }
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
+  await runMigrations(config.DATABASE_URL);
+  logger.info('migrations applied');
+  const stack = await startStack({ config, logger });
+  logger.info({ port: stack.api?.port }, `Stampcard API listening on http://localhost:${stack.api?.port}/v1`);
+  if (config.operatorTokenGenerated) {
+    console.log(
+      `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
+        `Operator API: http://localhost:${stack.api?.port}/admin/v1  Queue dashboard: http://localhost:${stack.api?.port}/admin/queues\n`,
+    );
+  }
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new requests, finishing jobs in hand');
+    const force = setTimeout(() => {
+      logger.error('shutdown took longer than 30 s; exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    await stack.close();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+await main();

@@ -1,0 +1,61 @@
+import {
+  type AccountInput,
+  type CampaignInput,
+  type Ctx,
+  createAccount,
+  createApiKey,
+  createCampaign,
+  createReward,
+  createUser,
+  type RewardInput,
+  type UserInput,
+} from '@stampcard/core';
+
+let seq = 0;
+const unique = () => `${Date.now().toString(36)}${(seq++).toString(36)}`;
+
+export async function makeAccount(ctx: Ctx, overrides: Partial<AccountInput> = {}) {
+  return createAccount(ctx, { name: `Business ${unique()}`, plan: 'GROWTH', ...overrides });
+}
+
+/** A user with an API key; ADMIN unless told otherwise. */
+export async function makeUserWithKey(ctx: Ctx, accountId: string, overrides: Partial<UserInput> = {}) {
+  const user = await createUser(ctx, accountId, {
+    email: `user-${unique()}@example.com`,
+    role: 'ADMIN',
+    ...overrides,
+  });
+  const key = await createApiKey(ctx, user.id);
+  return { user, key: key.key, keyId: key.id };
+}
+
+export async function makeCampaign(ctx: Ctx, accountId: string, overrides: Partial<CampaignInput> = {}) {
+  return createCampaign(ctx, accountId, {
+    name: `Program ${unique()}`,
+    status: 'IN_PROGRESS',
+    currencyISO: 'USD',
+    ...overrides,
+  });
+}
+
+export async function makeReward(ctx: Ctx, campaignId: string, overrides: RewardInput = {}) {
+  return createReward(ctx, campaignId, {
+    title: `Reward ${unique()}`,
+    description: 'A thank-you',
+    ...overrides,
+  });
+}
+
+/** An account on a paid plan, an admin key, a running campaign and one reward (overridable). */
+export async function makeWorld(
+  ctx: Ctx,
+  opts: { account?: Partial<AccountInput>; campaign?: Partial<CampaignInput>; reward?: RewardInput } = {},
+) {
+  const account = await makeAccount(ctx, opts.account);
+  const { user, key, keyId } = await makeUserWithKey(ctx, account.id);
+  const campaign = await makeCampaign(ctx, account.id, opts.campaign);
+  const reward = await makeReward(ctx, campaign.id, opts.reward);
+  return { account, user, key, keyId, campaign, reward };
+}
+
+export const uniqueEmail = (tag = 'p') => `${tag}-${unique()}@example.com`;

@@ -3,8 +3,20 @@ import { runMigrations } from '@stampcard/db';
 import { preflight } from './preflight';
 import { startStack } from './stack';
 
-/** `npm start`: check the services, apply migrations, run the API and the worker until SIGTERM. */
+const ROLES = ['all', 'api', 'worker'] as const;
+type Role = (typeof ROLES)[number];
+
+/**
+ * `npm start` (role `all`): check the services, apply migrations, run the API and the worker until SIGTERM.
+ * `start.ts api` / `start.ts worker` run one of them alone, for production, where `npm run db:migrate`
+ * runs once before them.
+ */
 async function main() {
+  const role = (process.argv[2] ?? 'all') as Role;
+  if (!ROLES.includes(role)) {
+    console.error(`Unknown role "${role}": use one of ${ROLES.join(', ')}`);
+    process.exit(1);
+  }
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -21,11 +33,14 @@ async function main() {
     process.exit(1);
   }
   const logger = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
-  await runMigrations(config.DATABASE_URL);
-  logger.info('migrations applied');
-  const stack = await startStack({ config, logger });
-  logger.info({ port: stack.api?.port }, `Stampcard API listening on http://localhost:${stack.api?.port}/v1`);
-  if (config.operatorTokenGenerated) {
+  if (role === 'all') {
+    await runMigrations(config.DATABASE_URL);
+    logger.info('migrations applied');
+  }
+  const stack = await startStack({ config, logger, api: role !== 'worker', worker: role !== 'api' });
+  if (stack.api) logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
+  if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');
+  if (config.operatorTokenGenerated && stack.api) {
     console.log(
       `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
         `Operator API: http://localhost:${stack.api?.port}/admin/v1  Queue dashboard: http://localhost:${stack.api?.port}/admin/queues\n`,

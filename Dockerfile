@@ -1,0 +1,19 @@
+# One image for every Stampcard process; the command picks the role (see docker-compose.yml).
+FROM node:26-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+COPY apps/api/package.json apps/api/
+COPY apps/worker/package.json apps/worker/
+COPY packages/config/package.json packages/config/
+COPY packages/core/package.json packages/core/
+COPY packages/db/package.json packages/db/
+COPY packages/jobs/package.json packages/jobs/
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY tsconfig.json ./
+COPY apps ./apps
+COPY packages ./packages
+COPY scripts ./scripts
+USER node
+EXPOSE 3000
+CMD ["node", "--import", "tsx", "scripts/start.ts", "all"]

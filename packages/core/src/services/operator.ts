@@ -152,24 +152,32 @@ export type CampaignInput = {
 export async function createCampaign(ctx: Ctx, accountId: string, input: CampaignInput) {
   await requireAccount(ctx, accountId);
   const now = ctx.clock.now();
-  const [row] = await ctx.db
-    .insert(campaigns)
-    .values({
-      id: newCampaignId(),
-      accountId,
-      name: input.name,
-      currencyISO: (input.currencyISO ?? 'USD').toUpperCase(),
-      status: input.status ?? 'DRAFT',
-      antiFraud: input.antiFraud ?? null,
-      requireRewardApproval: input.requireRewardApproval ?? false,
-      pointsConversion: input.pointsConversion ?? null,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .returning();
-  if (input.pointsConversion)
-    await assertRewardInCampaign(ctx, row!.id, input.pointsConversion.rewardId, 'pointsConversion.rewardId');
-  return serializeCampaignForOperator(row!, []);
+  // One transaction: a failed pointsConversion check must not leave the campaign behind.
+  return ctx.db.transaction(async (db) => {
+    const [row] = await db
+      .insert(campaigns)
+      .values({
+        id: newCampaignId(),
+        accountId,
+        name: input.name,
+        currencyISO: (input.currencyISO ?? 'USD').toUpperCase(),
+        status: input.status ?? 'DRAFT',
+        antiFraud: input.antiFraud ?? null,
+        requireRewardApproval: input.requireRewardApproval ?? false,
+        pointsConversion: input.pointsConversion ?? null,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning();
+    if (input.pointsConversion)
+      await assertRewardInCampaign(
+        { ...ctx, db },
+        row!.id,
+        input.pointsConversion.rewardId,
+        'pointsConversion.rewardId',
+      );
+    return serializeCampaignForOperator(row!, []);
+  });
 }
 
 async function assertRewardInCampaign(ctx: Ctx, campaignId: string, rewardId: string, param: string) {

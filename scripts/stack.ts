@@ -25,7 +25,9 @@ export type Stack = {
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const { config, logger } = opts;
   const clock = opts.clock ?? systemClock;
-  const database = createDb(config.DATABASE_URL, { max: 20 });
+  // Separate pools, as separate processes would have: a deep queue must not starve the API of connections.
+  const apiDb = opts.api === false ? null : createDb(config.DATABASE_URL, { max: 10 });
+  const workerDb = opts.worker === false ? null : createDb(config.DATABASE_URL, { max: 6 });
   // The API's connection fails fast while Redis is away (the relay re-queues later); the worker's waits.
   const apiRedis = createRedis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
   const workerRedis = createRedis(config.REDIS_URL);
@@ -40,7 +42,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ? null
       : await startApi(
           {
-            db: database.db,
+            db: apiDb!.db,
             redis: apiRedis,
             queues,
             clock,
@@ -54,7 +56,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     opts.worker === false
       ? null
       : startWorker({
-          ctx: { db: database.db, clock },
+          ctx: { db: workerDb!.db, clock },
           connection: workerRedis,
           queues: workerQueues,
           prefix: config.QUEUE_PREFIX,
@@ -74,7 +76,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await Promise.all([queues.close(), workerQueues.close()]);
       apiRedis.disconnect();
       workerRedis.disconnect();
-      await database.close();
+      await Promise.all([apiDb?.close(), workerDb?.close()]);
     },
   };
 }

@@ -9,6 +9,12 @@ export type BatcherOptions = {
   maxSize: number;
   /** Longest an id waits for others before its batch is applied, in ms. */
   maxWaitMs: number;
+  /**
+   * Batches applied at once. While they commit, new ids gather into the next batch (group commit), so a
+   * deep queue makes batches larger rather than more numerous: they all update the same campaign row.
+   * Default 2.
+   */
+  maxInFlight?: number;
   onBatchError?: (err: unknown, size: number) => void;
 };
 
@@ -33,22 +39,25 @@ export class ActionBatcher {
     });
   }
 
-  /** Applies what is pending now. */
+  /** Applies what is pending now, unless enough batches are under way: then when one of them ends. */
   flush(): void {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
-    const batch = this.pending.splice(0, this.pending.length);
-    if (batch.length === 0) return;
-    const run = this.run(batch).finally(() => this.inFlight.delete(run));
+    if (this.pending.length === 0 || this.inFlight.size >= (this.opts.maxInFlight ?? 2)) return;
+    const batch = this.pending.splice(0, this.opts.maxSize);
+    const run = this.run(batch).finally(() => {
+      this.inFlight.delete(run);
+      this.flush();
+    });
     this.inFlight.add(run);
   }
 
   /** Waits for every batch under way (used on shutdown). */
   async drain(): Promise<void> {
     this.flush();
-    await Promise.allSettled([...this.inFlight]);
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
   private async run(batch: Pending[]): Promise<void> {

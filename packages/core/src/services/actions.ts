@@ -320,6 +320,8 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         })
         .where(eq(participants.id, id));
     }
+    await recordEvents(tx, outbox);
+    // Campaign rows are shared by every batch: their counters move last, right before commit.
     for (const [id, d] of [...campaignDelta].sort(([a], [b]) => a.localeCompare(b))) {
       await db
         .update(campaigns)
@@ -329,7 +331,6 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         })
         .where(eq(campaigns.id, id));
     }
-    await recordEvents(tx, outbox);
     return results;
   });
 }

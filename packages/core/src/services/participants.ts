@@ -1,5 +1,5 @@
 import { accounts, campaigns, type Metadata, participantRewards, participants } from '@stampcard/db';
-import { and, asc, eq, isNull, lt, or, sql } from 'drizzle-orm';
+import { and, asc, eq, sql } from 'drizzle-orm';
 import { monthKey, monthStart, previousMonthKey } from '../clock';
 import type { Ctx } from '../context';
 import { DomainError, notFound } from '../errors';
@@ -134,26 +134,6 @@ export async function ensureParticipant(
     if (!existing) throw new DomainError('INTERNAL_ERROR', 'Participant vanished while being created');
     return { participant: existing, created: false };
   }
-  const [quota] = await ctx.db
-    .update(accounts)
-    .set({ participantCount: sql`${accounts.participantCount} + 1` })
-    .where(
-      and(
-        eq(accounts.id, campaign.accountId),
-        or(isNull(accounts.participantQuota), lt(accounts.participantCount, accounts.participantQuota)),
-      ),
-    )
-    .returning({ id: accounts.id });
-  if (!quota) {
-    throw new DomainError(
-      'USAGE_LIMIT',
-      'Participant quota has been exhausted: upgrade the plan to add more participants',
-    );
-  }
-  await ctx.db
-    .update(campaigns)
-    .set({ participantCount: sql`${campaigns.participantCount} + 1` })
-    .where(eq(campaigns.id, campaign.id));
   await recordEvents(ctx, [
     {
       campaignId: campaign.id,
@@ -164,5 +144,22 @@ export async function ensureParticipant(
       },
     },
   ]);
+  // The account and campaign rows are shared by every new participant: both counters move in ONE
+  // statement, last, so their row locks are held for as short a time as the transaction allows.
+  const counted = await ctx.db.execute<{ id: string }>(sql`
+    with quota as (
+      update ${accounts} set participant_count = participant_count + 1
+      where id = ${campaign.accountId} and (participant_quota is null or participant_count < participant_quota)
+      returning id
+    )
+    update ${campaigns} set participant_count = participant_count + 1
+    where id = ${campaign.id} and exists (select 1 from quota)
+    returning id`);
+  if (counted.length === 0) {
+    throw new DomainError(
+      'USAGE_LIMIT',
+      'Participant quota has been exhausted: upgrade the plan to add more participants',
+    );
+  }
   return { participant: inserted, created: true };
 }

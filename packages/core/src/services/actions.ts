@@ -178,7 +178,20 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     const claimed = await db
       .update(loyaltyActions)
       .set({ status: 'APPLIED', appliedAt: now })
-      .where(and(inArray(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')))
+      .where(
+        // Lock the rows in id order, like every other lock here, whatever order the scan would take.
+        inArray(
+          loyaltyActions.id,
+          db
+            .select({ id: loyaltyActions.id })
+            .from(loyaltyActions)
+            .where(
+              and(inArray(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')),
+            )
+            .orderBy(asc(loyaltyActions.id))
+            .for('update'),
+        ),
+      )
       .returning();
     if (claimed.length === 0) return [];
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));

@@ -1,0 +1,472 @@
+import {
+  type AppliedAction,
+  acceptLoyaltyAction,
+  applyActions,
+  type CampaignRow,
+  type Ctx,
+  manualClock,
+  type ParticipantRow,
+  serializeParticipant,
+  serializeParticipantReward,
+  systemClock,
+} from '@stampcard/core';
+import { campaigns, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
+import { and, asc, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDb, type TestDb } from '../../../test/support/db';
+import { makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
+
+let db: TestDb;
+
+beforeAll(async () => {
+  db = await createTestDb();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const systemCtx = (): Ctx => ({ db: db.db, clock: systemClock });
+/** A context whose clock the test moves (month boundaries). */
+function clockCtx(start: string) {
+  const clock = manualClock(start);
+  return { ctx: { db: db.db, clock } satisfies Ctx, clock };
+}
+
+type WorldOpts = Parameters<typeof makeWorld>[1];
+
+/** A fresh account, campaign and reward, with the campaign as its database row (what accept takes). */
+async function world(ctx: Ctx, opts: WorldOpts = {}) {
+  const w = await makeWorld(ctx, opts);
+  return { ...w, campaignRow: await campaignRow(w.campaign.id) };
+}
+
+async function campaignRow(id: string): Promise<CampaignRow> {
+  const [row] = await db.db.select().from(campaigns).where(eq(campaigns.id, id));
+  return row!;
+}
+
+async function participantRow(id: string): Promise<ParticipantRow> {
+  const [row] = await db.db.select().from(participants).where(eq(participants.id, id));
+  return row!;
+}
+
+async function accept(ctx: Ctx, campaign: CampaignRow, rewardId: string, email: string) {
+  return acceptLoyaltyAction(ctx, campaign, {
+    rewardId,
+    participant: { email, addIfNoneExists: true, profile: {} },
+  });
+}
+
+/** Accepts and applies `n` actions one after the other; answers each apply's result. */
+async function perform(ctx: Ctx, campaign: CampaignRow, rewardId: string, email: string, n = 1) {
+  const out: AppliedAction[] = [];
+  for (let i = 0; i < n; i++) {
+    const { action } = await accept(ctx, campaign, rewardId, email);
+    const [res] = await applyActions(ctx, [action.id]);
+    out.push(res!);
+  }
+  return out;
+}
+
+const unlockedAt = (results: AppliedAction[]) =>
+  results.flatMap((r, i) => (r.unlockedRewardIds.length > 0 ? [i + 1] : []));
+
+async function earned(participantId: string, rewardId?: string) {
+  return db.db
+    .select()
+    .from(participantRewards)
+    .where(
+      and(
+        eq(participantRewards.participantId, participantId),
+        rewardId ? eq(participantRewards.rewardId, rewardId) : undefined,
+      ),
+    )
+    .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id));
+}
+
+async function participantByEmail(campaignId: string, email: string) {
+  const [row] = await db.db
+    .select()
+    .from(participants)
+    .where(and(eq(participants.campaignId, campaignId), eq(participants.email, email)));
+  return row!;
+}
+
+async function eventsOf(campaignId: string) {
+  return db.db.select().from(events).where(eq(events.campaignId, campaignId)).orderBy(asc(events.seq));
+}
+
+describe('unlock rule', () => {
+  it('earns the reward at each multiple of conversionsRequired (unlimited)', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 3, isUnlimited: true } });
+    const email = uniqueEmail();
+    const results = await perform(ctx, w.campaignRow, w.reward.id, email, 7);
+
+    expect(results.every((r) => r.status === 'APPLIED')).toBe(true);
+    expect(unlockedAt(results)).toEqual([3, 6]);
+    const p = await participantByEmail(w.campaign.id, email);
+    expect(p.loyaltyActionCountsPerReward).toEqual({ [w.reward.id]: 7 });
+    const rows = await earned(p.id);
+    expect(rows.map((r) => r.id)).toEqual(results.flatMap((r) => r.unlockedRewardIds));
+  });
+
+  it('stops at `limit` earnings in total, still counting every action, also in a later month', async () => {
+    const { ctx, clock } = clockCtx('2024-05-10T12:00:00Z');
+    const w = await world(ctx, { reward: { conversionsRequired: 1, limit: 2 } });
+    const email = uniqueEmail();
+    const results = await perform(ctx, w.campaignRow, w.reward.id, email, 5);
+
+    expect(unlockedAt(results)).toEqual([1, 2]);
+    expect(results.map((r) => r.status)).toEqual(Array(5).fill('APPLIED'));
+    const p = await participantByEmail(w.campaign.id, email);
+    expect(p.loyaltyActionCount).toBe(5);
+    expect(p.loyaltyActionCountsPerReward).toEqual({ [w.reward.id]: 5 });
+    expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(5);
+
+    // An IN_TOTAL limit does not restart with the month.
+    clock.set('2024-06-02T00:00:00Z');
+    const [later] = await perform(ctx, w.campaignRow, w.reward.id, email);
+    expect(later!.unlockedRewardIds).toEqual([]);
+    expect(await earned(p.id)).toHaveLength(2);
+    expect((await participantRow(p.id)).loyaltyActionCount).toBe(6);
+  });
+
+  it('PER_MONTH: the goal counts the month only, and the limit is per UTC calendar month', async () => {
+    const { ctx, clock } = clockCtx('2024-01-20T10:00:00Z');
+    const w = await world(ctx, {
+      reward: { conversionsRequired: 2, limit: 1, limitDuration: 'PER_MONTH' },
+    });
+    const email = uniqueEmail();
+    const jan = await perform(ctx, w.campaignRow, w.reward.id, email, 4);
+    clock.set('2024-01-31T23:59:59.999Z');
+    jan.push(...(await perform(ctx, w.campaignRow, w.reward.id, email)));
+    // Goal at 2 earns; goal at 4 is refused by the monthly limit; 5 is no goal.
+    expect(unlockedAt(jan)).toEqual([2]);
+
+    clock.set('2024-02-01T00:00:00.000Z');
+    const feb = await perform(ctx, w.campaignRow, w.reward.id, email, 2);
+    // The first February action makes the all-time count 6 (a multiple of 2) but the month's count 1.
+    expect(unlockedAt(feb)).toEqual([2]);
+
+    const p = await participantByEmail(w.campaign.id, email);
+    expect(p).toMatchObject({
+      loyaltyActionCount: 7,
+      countsMonth: '2024-02',
+      monthlyLoyaltyActionCount: 2,
+      prevMonthlyLoyaltyActionCount: 5,
+      loyaltyActionCountsPerReward: { [w.reward.id]: 7 },
+      monthlyLoyaltyActionCountsPerReward: { [w.reward.id]: 2 },
+    });
+    expect((await earned(p.id)).map((r) => r.earnedMonth)).toEqual(['2024-01', '2024-02']);
+  });
+
+  it('PER_MONTH numberOfWinners caps distinct winners a month; a winner may earn again up to its limit', async () => {
+    const { ctx, clock } = clockCtx('2024-03-05T08:00:00Z');
+    const w = await world(ctx, {
+      reward: { conversionsRequired: 1, limit: 2, limitDuration: 'PER_MONTH', numberOfWinners: 2 },
+    });
+    const [a, b, c] = [uniqueEmail('a'), uniqueEmail('b'), uniqueEmail('c')];
+    const r = w.reward.id;
+    expect(unlockedAt(await perform(ctx, w.campaignRow, r, a))).toEqual([1]);
+    expect(unlockedAt(await perform(ctx, w.campaignRow, r, b))).toEqual([1]);
+    // Third distinct participant: the cap refuses, the action still counts.
+    const [cMarch] = await perform(ctx, w.campaignRow, r, c);
+    expect(cMarch).toMatchObject({ status: 'APPLIED', unlockedRewardIds: [] });
+    const cp = await participantByEmail(w.campaign.id, c);
+    expect(cp.monthlyLoyaltyActionCountsPerReward).toEqual({ [r]: 1 });
+    // A, already a winner this month, earns its second (its limit), then no more.
+    expect(unlockedAt(await perform(ctx, w.campaignRow, r, a, 2))).toEqual([1]);
+
+    clock.set('2024-04-01T00:00:00Z');
+    const [cApril] = await perform(ctx, w.campaignRow, r, c);
+    expect(cApril!.unlockedRewardIds).toHaveLength(1);
+
+    const ap = await participantByEmail(w.campaign.id, a);
+    expect((await earned(ap.id)).map((x) => x.earnedMonth)).toEqual(['2024-03', '2024-03']);
+    expect((await earned(cp.id)).map((x) => x.earnedMonth)).toEqual(['2024-04']);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(3);
+  });
+});
+
+describe('approval', () => {
+  it('with requireRewardApproval the unlock waits: not approved, not available, no winner, no goal event', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, {
+      campaign: { requireRewardApproval: true },
+      reward: { conversionsRequired: 1 },
+    });
+    const email = uniqueEmail();
+    const [res] = await perform(ctx, w.campaignRow, w.reward.id, email);
+    expect(res!.unlockedRewardIds).toHaveLength(1);
+
+    const p = await participantByEmail(w.campaign.id, email);
+    const [pr] = await earned(p.id);
+    expect(serializeParticipantReward(pr!)).toMatchObject({
+      id: res!.unlockedRewardIds[0],
+      status: 'PENDING',
+      approved: false,
+      approvedAt: null,
+      isAvailable: false,
+    });
+    expect(p.approvedRewardCount).toBe(0);
+    expect(serializeParticipant(p, { now: new Date() }).isWinner).toBe(false);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(0);
+    const types = (await eventsOf(w.campaign.id)).map((e) => e.type);
+    expect(types).toContain('LOYALTY_ACTION_APPLIED');
+    expect(types).not.toContain('PARTICIPANT_REACHED_A_GOAL');
+  });
+
+  it('without it the reward is approved at once; winnerCount counts a participant once', async () => {
+    const { ctx } = clockCtx('2024-07-07T07:07:07.000Z');
+    const w = await world(ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
+    const [a, b] = [uniqueEmail('a'), uniqueEmail('b')];
+
+    await perform(ctx, w.campaignRow, w.reward.id, a);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(1);
+    await perform(ctx, w.campaignRow, w.reward.id, a);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(1);
+    await perform(ctx, w.campaignRow, w.reward.id, b);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(2);
+
+    const ap = await participantByEmail(w.campaign.id, a);
+    expect(ap.approvedRewardCount).toBe(2);
+    expect(serializeParticipant(ap, { now: ctx.clock.now() }).isWinner).toBe(true);
+    const rows = await earned(ap.id);
+    expect(rows.map(serializeParticipantReward)).toEqual([
+      expect.objectContaining({
+        approved: true,
+        isAvailable: true,
+        status: 'PENDING',
+        approvedAt: Date.parse('2024-07-07T07:07:07.000Z'),
+      }),
+      expect.objectContaining({ approved: true, isAvailable: true, status: 'PENDING' }),
+    ]);
+  });
+});
+
+describe('counters', () => {
+  it('counts total, monthly, per reward and monthly per reward, and the campaign total', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 5 } });
+    const r2 = await makeReward(ctx, w.campaign.id, { conversionsRequired: 5 });
+    const [a, b] = [uniqueEmail('a'), uniqueEmail('b')];
+    await perform(ctx, w.campaignRow, w.reward.id, a, 2);
+    await perform(ctx, w.campaignRow, r2.id, a);
+    await perform(ctx, w.campaignRow, r2.id, b);
+
+    expect(await participantByEmail(w.campaign.id, a)).toMatchObject({
+      loyaltyActionCount: 3,
+      monthlyLoyaltyActionCount: 3,
+      loyaltyActionCountsPerReward: { [w.reward.id]: 2, [r2.id]: 1 },
+      monthlyLoyaltyActionCountsPerReward: { [w.reward.id]: 2, [r2.id]: 1 },
+    });
+    expect(await participantByEmail(w.campaign.id, b)).toMatchObject({
+      loyaltyActionCount: 1,
+      loyaltyActionCountsPerReward: { [r2.id]: 1 },
+    });
+    expect(await campaignRow(w.campaign.id)).toMatchObject({
+      loyaltyActionCount: 4,
+      participantCount: 2,
+      winnerCount: 0,
+    });
+  });
+
+  it('rolls the month: monthly shows 0, prev shows last month, the next action starts at 1', async () => {
+    const { ctx, clock } = clockCtx('2024-05-30T22:00:00Z');
+    const w = await world(ctx, { reward: { conversionsRequired: 10 } });
+    const email = uniqueEmail();
+    await perform(ctx, w.campaignRow, w.reward.id, email, 3);
+    const p = await participantByEmail(w.campaign.id, email);
+
+    clock.set('2024-06-01T00:00:00Z');
+    const june = serializeParticipant(await participantRow(p.id), { now: clock.now() });
+    expect(june).toMatchObject({
+      loyaltyActionCount: 3,
+      monthlyLoyaltyActionCount: 0,
+      prevMonthlyLoyaltyActionCount: 3,
+      prevLoyaltyActionCount: 3,
+      loyaltyActionCountsPerReward: { [w.reward.id]: 3 },
+    });
+    expect(june.monthlyLoyaltyActionCountsPerReward).toBeUndefined();
+
+    await perform(ctx, w.campaignRow, w.reward.id, email);
+    const after = await participantRow(p.id);
+    expect(after).toMatchObject({
+      countsMonth: '2024-06',
+      loyaltyActionCount: 4,
+      monthlyLoyaltyActionCount: 1,
+      prevMonthlyLoyaltyActionCount: 3,
+      monthlyLoyaltyActionCountsPerReward: { [w.reward.id]: 1 },
+    });
+
+    // A skipped month: nothing carries over.
+    clock.set('2024-08-01T00:00:00Z');
+    expect(serializeParticipant(after, { now: clock.now() })).toMatchObject({
+      monthlyLoyaltyActionCount: 0,
+      prevMonthlyLoyaltyActionCount: 0,
+    });
+  });
+});
+
+describe('outbox', () => {
+  it('records NEW_PARTICIPANT_ADDED, LOYALTY_ACTION_APPLIED per action and PARTICIPANT_REACHED_A_GOAL per unlock', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
+    const email = uniqueEmail();
+    const first = await accept(ctx, w.campaignRow, w.reward.id, email);
+    expect(first.participantCreated).toBe(true);
+    // The same participant again, by email and by id: not created again.
+    const second = await accept(ctx, w.campaignRow, w.reward.id, email);
+    expect(second.participantCreated).toBe(false);
+    const third = await acceptLoyaltyAction(ctx, w.campaignRow, {
+      rewardId: w.reward.id,
+      participant: { id: first.participant.id },
+    });
+    const applied = await applyActions(ctx, [first.action.id, second.action.id, third.action.id]);
+    expect(applied.map((r) => r.id)).toEqual([first.action.id, second.action.id, third.action.id]);
+    const unlockedId = applied[1]!.unlockedRewardIds[0];
+    expect(unlockedId).toBeDefined();
+
+    const evs = await eventsOf(w.campaign.id);
+    expect(evs.map((e) => e.type)).toEqual([
+      'NEW_PARTICIPANT_ADDED',
+      'LOYALTY_ACTION_APPLIED',
+      'LOYALTY_ACTION_APPLIED',
+      'PARTICIPANT_REACHED_A_GOAL',
+      'LOYALTY_ACTION_APPLIED',
+    ]);
+    expect(evs.every((e) => e.campaignId === w.campaign.id)).toBe(true);
+    const [added, a1, a2, goal, a3] = evs.map((e) => e.data);
+    expect(added).toMatchObject({
+      participant: { id: first.participant.id, email, loyaltyActionCount: 0 },
+      campaign: { id: w.campaign.id },
+    });
+    expect(a1).toMatchObject({
+      action: { id: first.action.id, status: 'APPLIED', rewardId: w.reward.id },
+      participant: { id: first.participant.id, loyaltyActionCount: 1 },
+      campaign: { id: w.campaign.id },
+    });
+    expect(a1).not.toHaveProperty('unlockedRewards');
+    expect(a2).toMatchObject({
+      action: { id: second.action.id },
+      participant: { loyaltyActionCount: 2 },
+      unlockedRewards: [{ id: unlockedId, rewardId: w.reward.id, approved: true, limit: -1 }],
+    });
+    expect(goal).toMatchObject({
+      participant: { id: first.participant.id, isWinner: true, loyaltyActionCount: 2 },
+      reward: { id: unlockedId, rewardId: w.reward.id, conversionsRequired: 2, isAvailable: true },
+      campaign: { id: w.campaign.id, name: w.campaign.name },
+    });
+    expect(a3).toMatchObject({ action: { id: third.action.id }, participant: { loyaltyActionCount: 3 } });
+  });
+});
+
+describe('exactly once', () => {
+  it('a second apply of the same id changes nothing and answers []', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1 } });
+    const { action, participant } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
+    expect(await applyActions(ctx, [action.id])).toHaveLength(1);
+    expect(await applyActions(ctx, [action.id])).toEqual([]);
+
+    expect((await participantRow(participant.id)).loyaltyActionCount).toBe(1);
+    expect(await earned(participant.id)).toHaveLength(1);
+    expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(1);
+    const applied = (await eventsOf(w.campaign.id)).filter((e) => e.type === 'LOYALTY_ACTION_APPLIED');
+    expect(applied).toHaveLength(1);
+  });
+
+  it('the same id twice in one batch counts once', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
+    const { action, participant } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
+    const res = await applyActions(ctx, [action.id, action.id]);
+    expect(res).toEqual([{ id: action.id, status: 'APPLIED', unlockedRewardIds: [] }]);
+    expect((await participantRow(participant.id)).loyaltyActionCountsPerReward).toEqual({
+      [w.reward.id]: 1,
+    });
+    expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(1);
+  });
+
+  it('concurrent batches with overlapping ids apply each action once and never over-award', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1, limit: 2 } });
+    const [a, b] = [uniqueEmail('a'), uniqueEmail('b')];
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push((await accept(ctx, w.campaignRow, w.reward.id, a)).action.id);
+      ids.push((await accept(ctx, w.campaignRow, w.reward.id, b)).action.id);
+    }
+    const batches = [ids.slice(0, 6), ids.slice(3, 10), [...ids].reverse().slice(0, 5)];
+    const results = (await Promise.all(batches.map((batch) => applyActions(ctx, batch)))).flat();
+
+    expect(results.map((r) => r.id).sort()).toEqual([...ids].sort());
+    expect(results.every((r) => r.status === 'APPLIED')).toBe(true);
+    for (const email of [a, b]) {
+      const p = await participantByEmail(w.campaign.id, email);
+      expect(p.loyaltyActionCount).toBe(5);
+      expect(await earned(p.id)).toHaveLength(2);
+    }
+    expect(await campaignRow(w.campaign.id)).toMatchObject({ loyaltyActionCount: 10, winnerCount: 2 });
+    const applied = (await eventsOf(w.campaign.id)).filter((e) => e.type === 'LOYALTY_ACTION_APPLIED');
+    expect(applied).toHaveLength(10);
+  });
+
+  it('concurrent single-action batches for one participant count every action and never over-award', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 2, limit: 2 } });
+    const email = uniqueEmail();
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await accept(ctx, w.campaignRow, w.reward.id, email)).action.id);
+    const results = (await Promise.all(ids.map((id) => applyActions(ctx, [id])))).flat();
+
+    expect(results).toHaveLength(8);
+    expect(results.filter((r) => r.unlockedRewardIds.length > 0)).toHaveLength(2);
+    const p = await participantByEmail(w.campaign.id, email);
+    expect(p).toMatchObject({ loyaltyActionCount: 8, loyaltyActionCountsPerReward: { [w.reward.id]: 8 } });
+    expect(await earned(p.id)).toHaveLength(2);
+    expect(await campaignRow(w.campaign.id)).toMatchObject({ loyaltyActionCount: 8, winnerCount: 1 });
+  });
+
+  it('concurrent batches respect the monthly winners cap', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, {
+      reward: { conversionsRequired: 1, limit: 1, limitDuration: 'PER_MONTH', numberOfWinners: 1 },
+    });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++)
+      ids.push((await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail())).action.id);
+    const results = (await Promise.all(ids.map((id) => applyActions(ctx, [id])))).flat();
+
+    expect(results).toHaveLength(4);
+    expect(results.filter((r) => r.unlockedRewardIds.length > 0)).toHaveLength(1);
+    const rows = await db.db
+      .select()
+      .from(participantRewards)
+      .where(eq(participantRewards.rewardId, w.reward.id));
+    expect(rows).toHaveLength(1);
+    expect(await campaignRow(w.campaign.id)).toMatchObject({ loyaltyActionCount: 4, winnerCount: 1 });
+  });
+
+  it('rejects an action whose participant was deleted, with a reason, and applies the rest of its batch', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
+    const gone = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail('gone'));
+    const kept = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail('kept'));
+    await db.db.delete(participants).where(eq(participants.id, gone.participant.id));
+
+    const res = await applyActions(ctx, [gone.action.id, kept.action.id]);
+    expect(res).toEqual([
+      { id: gone.action.id, status: 'REJECTED', unlockedRewardIds: [], reason: 'PARTICIPANT_NOT_FOUND' },
+      { id: kept.action.id, status: 'APPLIED', unlockedRewardIds: [expect.any(String)] },
+    ]);
+    const [row] = await db.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, gone.action.id));
+    expect(row).toMatchObject({ status: 'REJECTED', reason: 'PARTICIPANT_NOT_FOUND', unlockedRewardIds: [] });
+    expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(1);
+    const applied = (await eventsOf(w.campaign.id)).filter((e) => e.type === 'LOYALTY_ACTION_APPLIED');
+    expect(applied.map((e) => (e.data as { action: { id: string } }).action.id)).toEqual([kept.action.id]);
+    // Rejected is final: applying it again does nothing.
+    expect(await applyActions(ctx, [gone.action.id])).toEqual([]);
+  });
+});

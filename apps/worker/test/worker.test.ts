@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto';
+import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stampcard/core';
+import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
+import { enqueueActions, jobs } from '@stampcard/jobs';
+import { and, eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/support/client';
+import { createTestDb, type TestDb } from '../../../test/support/db';
+import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { ActionBatcher } from '../src/batcher';
+
+describe('ActionBatcher', () => {
+  /** A fake `apply` that records its calls; ids containing "bad" make the whole call throw. */
+  function fakeApply() {
+    const calls: string[][] = [];
+    const apply = async (ids: string[]): Promise<AppliedAction[]> => {
+      calls.push(ids);
+      if (ids.some((id) => id.includes('bad'))) throw new Error(`cannot apply ${ids.join(',')}`);
+      return ids
+        .filter((id) => !id.includes('skip'))
+        .map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [] }));
+    };
+    return { calls, apply };
+  }
+
+  it('groups submissions made together into one apply call; an id not applied resolves null', async () => {
+    const { calls, apply } = fakeApply();
+    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
+    const results = await Promise.all(['act_1', 'act_skip', 'act_3'].map((id) => batcher.submit(id)));
+
+    expect(calls).toEqual([['act_1', 'act_skip', 'act_3']]);
+    expect(results).toEqual([
+      { id: 'act_1', status: 'APPLIED', unlockedRewardIds: [] },
+      null,
+      { id: 'act_3', status: 'APPLIED', unlockedRewardIds: [] },
+    ]);
+  });
+
+  it('flushes as soon as maxSize ids wait, and drain() applies the rest', async () => {
+    const { calls, apply } = fakeApply();
+    const batcher = new ActionBatcher({ apply, maxSize: 2, maxWaitMs: 60_000 });
+    const first = [batcher.submit('act_1'), batcher.submit('act_2')];
+    // No wait for the timer: the second submission filled the batch.
+    expect(calls).toEqual([['act_1', 'act_2']]);
+    const third = batcher.submit('act_3');
+    await Promise.all(first);
+
+    await batcher.drain();
+    expect(calls).toEqual([['act_1', 'act_2'], ['act_3']]);
+    await expect(third).resolves.toMatchObject({ id: 'act_3' });
+  });
+
+  it('while maxInFlight batches commit, new ids gather into the next batch', async () => {
+    let release = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const calls: string[][] = [];
+    const apply = async (ids: string[]): Promise<AppliedAction[]> => {
+      calls.push(ids);
+      if (calls.length === 1) await gate;
+      return ids.map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [] }));
+    };
+    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 60_000, maxInFlight: 1 });
+    const first = batcher.submit('act_1');
+    batcher.flush();
+    const later = ['act_2', 'act_3'].map((id) => batcher.submit(id));
+    batcher.flush();
+    expect(calls).toEqual([['act_1']]);
+
+    release();
+    await Promise.all([first, ...later]);
+    expect(calls).toEqual([['act_1'], ['act_2', 'act_3']]);
+  });
+
+  it('when a batch throws, tries each id alone so only the bad one rejects', async () => {
+    const { calls, apply } = fakeApply();
+    const batchErrors: number[] = [];
+    const batcher = new ActionBatcher({
+      apply,
+      maxSize: 10,
+      maxWaitMs: 1,
+      onBatchError: (_err, size) => batchErrors.push(size),
+    });
+    const settled = await Promise.allSettled(['act_1', 'act_bad', 'act_3'].map((id) => batcher.submit(id)));
+
+    expect(calls).toEqual([['act_1', 'act_bad', 'act_3'], ['act_1'], ['act_bad'], ['act_3']]);
+    expect(batchErrors).toEqual([3]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(settled[0]).toMatchObject({ value: { id: 'act_1', status: 'APPLIED' } });
+    expect(settled[1]).toMatchObject({ reason: { message: 'cannot apply act_bad' } });
+  });
+
+  it('a failing batch of one rejects without a retry', async () => {
+    const { calls, apply } = fakeApply();
+    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
+    await expect(batcher.submit('act_bad')).rejects.toThrow('cannot apply act_bad');
+    expect(calls).toEqual([['act_bad']]);
+  });
+});
+
+describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
+  let db: TestDb;
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    db = await createTestDb();
+    stack = await createTestStack(db, { worker: false });
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await db?.drop();
+  });
+
+  async function acceptOne() {
+    const w = await makeWorld(stack.ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
+    const [campaign] = await db.db.select().from(campaigns).where(eq(campaigns.id, w.campaign.id));
+    const { action, participant } = await acceptLoyaltyAction(stack.ctx, campaign as CampaignRow, {
+      rewardId: w.reward.id,
+      participant: { email: uniqueEmail(), addIfNoneExists: true, profile: {} },
+    });
+    return { w, action, participant };
+  }
+
+  const addJob = (jobId: string, data: unknown, opts: { attempts?: number } = {}) =>
+    stack.deps.queues.loyaltyActions.add(jobs.applyLoyaltyAction.name, data, {
+      jobId,
+      backoff: { type: 'fixed', delay: 10 },
+      ...opts,
+    });
+
+  async function finished(jobId: string, state: 'completed' | 'failed' = 'completed') {
+    await eventually(
+      async () => (await stack.deps.queues.loyaltyActions.getJob(jobId))?.getState(),
+      (s) => s === state,
+    );
+    return (await stack.deps.queues.loyaltyActions.getJob(jobId))!;
+  }
+
+  async function counts(campaignId: string, participantId: string, actionId: string) {
+    const [p] = await db.db.select().from(participants).where(eq(participants.id, participantId));
+    const [c] = await db.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
+    const [a] = await db.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, actionId));
+    const applied = await db.db
+      .select()
+      .from(events)
+      .where(and(eq(events.campaignId, campaignId), eq(events.type, 'LOYALTY_ACTION_APPLIED')));
+    return {
+      participant: p!.loyaltyActionCount,
+      rewards: p!.approvedRewardCount,
+      campaign: c!.loyaltyActionCount,
+      status: a!.status,
+      appliedEvents: applied.length,
+    };
+  }
+
+  it('an action enqueued as two jobs (different job ids) is applied once', async () => {
+    const { w, action, participant } = await acceptOne();
+    await enqueueActions(stack.deps.queues, [action.id]);
+    await addJob(`dup-${action.id}`, { actionId: action.id });
+    stack.startWorker();
+
+    const [normal, dup] = await Promise.all([finished(action.id), finished(`dup-${action.id}`)]);
+    expect(normal.returnvalue).toBeTruthy();
+    expect(dup.returnvalue).toBeTruthy();
+    expect(await counts(w.campaign.id, participant.id, action.id)).toEqual({
+      participant: 1,
+      rewards: 1,
+      campaign: 1,
+      status: 'APPLIED',
+      appliedEvents: 1,
+    });
+  });
+
+  it('a job delivered again after its action was applied completes as skipped and changes nothing', async () => {
+    stack.startWorker();
+    const { w, action, participant } = await acceptOne();
+    await enqueueActions(stack.deps.queues, [action.id]);
+    const first = await finished(action.id);
+    expect(first.returnvalue).toMatchObject({ id: action.id, status: 'APPLIED' });
+    expect(first.returnvalue.unlockedRewardIds).toHaveLength(1);
+
+    await addJob(`again-${action.id}`, { actionId: action.id });
+    const again = await finished(`again-${action.id}`);
+    expect(again.returnvalue).toEqual({ id: action.id, skipped: 'already applied' });
+    expect(await counts(w.campaign.id, participant.id, action.id)).toMatchObject({
+      participant: 1,
+      rewards: 1,
+      campaign: 1,
+      appliedEvents: 1,
+    });
+  });
+
+  it('a job with an invalid payload fails at once, without retries', async () => {
+    stack.startWorker();
+    const tag = randomBytes(4).toString('hex');
+    await addJob(`bad-${tag}`, { actionId: `not-an-action-${tag}` }, { attempts: 5 });
+    await addJob(`extra-${tag}`, { actionId: `act_${tag}`, extra: true }, { attempts: 5 });
+
+    for (const id of [`bad-${tag}`, `extra-${tag}`]) {
+      const job = await finished(id, 'failed');
+      expect(job.attemptsMade).toBe(1);
+      expect(job.failedReason).toMatch(/^Invalid payload/);
+    }
+  });
+});

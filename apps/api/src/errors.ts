@@ -128,8 +128,10 @@ export function zodIssues(error: ZodError, target: string, source: unknown): Val
         msg: 'unknown field',
       }));
     }
+    const value = valueAt(source, issue.path);
+    const missing = value === undefined && issue.code === 'invalid_type';
     return [
-      { location, param: path.join('.'), value: valueAt(source, issue.path) ?? null, msg: issue.message },
+      { location, param: path.join('.'), value: value ?? null, msg: missing ? 'is required' : issue.message },
     ];
   });
 }

@@ -34,8 +34,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   apiRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (api) connection error'));
   workerRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (worker) connection error'));
   await Promise.all([redisReady(apiRedis), redisReady(workerRedis)]);
-  const queues = createQueues(apiRedis, config.QUEUE_PREFIX);
-  const workerQueues = createQueues(workerRedis, config.QUEUE_PREFIX);
+  const onQueueError = (err: Error) => logger.warn({ err: err.message }, 'queue error');
+  const queues = createQueues(apiRedis, config.QUEUE_PREFIX, onQueueError);
+  const workerQueues = createQueues(workerRedis, config.QUEUE_PREFIX, onQueueError);
 
   const api =
     opts.api === false

@@ -38,7 +38,8 @@ async function main() {
     logger.info('migrations applied');
   }
   const stack = await startStack({ config, logger, api: role !== 'worker', worker: role !== 'api' });
-  if (stack.api) logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
+  if (stack.api)
+    logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');
   if (config.operatorTokenGenerated && stack.api) {
     console.log(

@@ -37,9 +37,14 @@ export type Queues = {
   close(): Promise<void>;
 };
 
-export function createQueues(connection: Redis, prefix: string): Queues {
+/**
+ * The service's queues on one connection.
+ * @param onError receives connection errors the queues report (BullMQ prints them when nobody listens).
+ */
+export function createQueues(connection: Redis, prefix: string, onError?: (err: Error) => void): Queues {
   const loyaltyActions = new Queue(jobs.applyLoyaltyAction.queue, { connection, prefix });
   const all = [loyaltyActions];
+  if (onError) for (const q of all) q.on('error', onError);
   return {
     loyaltyActions,
     all,

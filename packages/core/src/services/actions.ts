@@ -24,7 +24,7 @@ import {
   serializeParticipantRewardWithReward,
 } from '../serialize';
 import { type NewEvent, recordEvents } from './events';
-import { ensureParticipant, findParticipant, type NewParticipantInput } from './participants';
+import { ensureParticipant, type NewParticipantInput, participantMatches } from './participants';
 
 export type AcceptActionInput = {
   rewardId: string;
@@ -50,50 +50,56 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
       `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
     );
   }
-  const [reward] = await ctx.db
-    .select({ id: rewards.id })
+  const who = input.participant;
+  // One round trip answers both questions: is the reward this campaign's, and does the participant exist?
+  const [found] = await ctx.db
+    .select({ rewardId: rewards.id, participant: participants })
     .from(rewards)
+    .leftJoin(
+      participants,
+      and(
+        eq(participants.campaignId, rewards.campaignId),
+        participantMatches('id' in who ? who.id : who.email),
+      ),
+    )
     .where(and(eq(rewards.id, input.rewardId), eq(rewards.campaignId, campaign.id)))
     .limit(1);
-  if (!reward) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
+  if (!found) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
 
+  const newAction = (participantId: string) => ({
+    id: newId('action'),
+    campaignId: campaign.id,
+    participantId,
+    rewardId: input.rewardId,
+    status: 'QUEUED' as const,
+    metadata: input.metadata ?? null,
+    requestHash: input.requestHash ?? null,
+    createdAt: ctx.clock.now(),
+  });
   try {
+    if (found.participant) {
+      // The common case is a single statement: no transaction round trips.
+      const [action] = await ctx.db
+        .insert(loyaltyActions)
+        .values(newAction(found.participant.id))
+        .returning();
+      return { action: action!, participant: found.participant, participantCreated: false };
+    }
+    if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
+    if (!who.addIfNoneExists) {
+      throw notFound(
+        `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
+      );
+    }
     return await ctx.db.transaction(async (db) => {
       const tx: Ctx = { ...ctx, db };
-      let participant: ParticipantRow | undefined;
-      let created = false;
-      const who = input.participant;
-      if ('id' in who) {
-        participant = await findParticipant(tx, campaign.id, who.id);
-        if (!participant) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
-      } else if (who.addIfNoneExists) {
-        ({ participant, created } = await ensureParticipant(
-          tx,
-          campaign,
-          { ...who.profile, email: who.email, metadata: input.metadata ?? null },
-          'DIRECT',
-        ));
-      } else {
-        participant = await findParticipant(tx, campaign.id, who.email);
-        if (!participant) {
-          throw notFound(
-            `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
-          );
-        }
-      }
-      const [action] = await db
-        .insert(loyaltyActions)
-        .values({
-          id: newId('action'),
-          campaignId: campaign.id,
-          participantId: participant.id,
-          rewardId: input.rewardId,
-          status: 'QUEUED',
-          metadata: input.metadata ?? null,
-          requestHash: input.requestHash ?? null,
-          createdAt: ctx.clock.now(),
-        })
-        .returning();
+      const { participant, created } = await ensureParticipant(
+        tx,
+        campaign,
+        { ...who.profile, email: who.email, metadata: input.metadata ?? null },
+        'DIRECT',
+      );
+      const [action] = await db.insert(loyaltyActions).values(newAction(participant.id)).returning();
       return { action: action!, participant, participantCreated: created };
     });
   } catch (err) {
@@ -317,21 +323,37 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       results.push({ id: action.id, status: 'APPLIED', unlockedRewardIds: unlockedIds });
     }
 
-    for (const id of [...touched].sort()) {
+    // Every participant the batch touched, written back in one statement (rows already locked above).
+    const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;
-      await db
-        .update(participants)
-        .set({
-          loyaltyActionCount: p.loyaltyActionCount,
-          countsMonth: p.countsMonth,
-          monthlyLoyaltyActionCount: p.monthlyLoyaltyActionCount,
-          prevMonthlyLoyaltyActionCount: p.prevMonthlyLoyaltyActionCount,
-          loyaltyActionCountsPerReward: p.loyaltyActionCountsPerReward,
-          monthlyLoyaltyActionCountsPerReward: p.monthlyLoyaltyActionCountsPerReward,
-          approvedRewardCount: p.approvedRewardCount,
-          updatedAt: p.updatedAt,
-        })
-        .where(eq(participants.id, id));
+      return {
+        id,
+        loyalty_action_count: p.loyaltyActionCount,
+        counts_month: p.countsMonth,
+        monthly_loyalty_action_count: p.monthlyLoyaltyActionCount,
+        prev_monthly_loyalty_action_count: p.prevMonthlyLoyaltyActionCount,
+        loyalty_action_counts_per_reward: p.loyaltyActionCountsPerReward,
+        monthly_loyalty_action_counts_per_reward: p.monthlyLoyaltyActionCountsPerReward,
+        approved_reward_count: p.approvedRewardCount,
+        updated_at: p.updatedAt.toISOString(),
+      };
+    });
+    if (rows.length > 0) {
+      await db.execute(sql`
+        update ${participants} as p set
+          loyalty_action_count = v.loyalty_action_count,
+          counts_month = v.counts_month,
+          monthly_loyalty_action_count = v.monthly_loyalty_action_count,
+          prev_monthly_loyalty_action_count = v.prev_monthly_loyalty_action_count,
+          loyalty_action_counts_per_reward = v.loyalty_action_counts_per_reward,
+          monthly_loyalty_action_counts_per_reward = v.monthly_loyalty_action_counts_per_reward,
+          approved_reward_count = v.approved_reward_count,
+          updated_at = v.updated_at
+        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(
+          id text, loyalty_action_count integer, counts_month text, monthly_loyalty_action_count integer,
+          prev_monthly_loyalty_action_count integer, loyalty_action_counts_per_reward jsonb,
+          monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, updated_at timestamptz)
+        where p.id = v.id`);
     }
     await recordEvents(tx, outbox);
     // Campaign rows are shared by every batch: their counters move last, right before commit.

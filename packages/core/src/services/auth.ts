@@ -5,9 +5,10 @@ import {
   type Plan,
   type RateLimitOverrides,
   type Role,
+  type Tx,
   users,
 } from '@stampcard/db';
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, isNull, sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { notAuthorized, notFound } from '../errors';
 import { hashApiKey } from '../ids';
@@ -24,24 +25,49 @@ export type Principal = {
   rateLimits: RateLimitOverrides | null;
 };
 
+/**
+ * Every request runs these two look-ups: their SQL is built once per database handle, not per call.
+ */
+function buildPrepared(db: Tx) {
+  return {
+    principalByKeyHash: db
+      .select({
+        apiKeyId: apiKeys.id,
+        userId: users.id,
+        accountId: accounts.id,
+        role: users.role,
+        campaignIds: users.campaignIds,
+        plan: accounts.plan,
+        rateLimits: accounts.rateLimits,
+      })
+      .from(apiKeys)
+      .innerJoin(users, eq(users.id, apiKeys.userId))
+      .innerJoin(accounts, eq(accounts.id, users.accountId))
+      .where(and(eq(apiKeys.keyHash, sql.placeholder('hash')), isNull(apiKeys.revokedAt)))
+      .limit(1)
+      .prepare('principal_by_key_hash'),
+    campaignById: db
+      .select()
+      .from(campaigns)
+      .where(eq(campaigns.id, sql.placeholder('id')))
+      .limit(1)
+      .prepare('campaign_by_id'),
+  };
+}
+const preparedByDb = new WeakMap<Tx, ReturnType<typeof buildPrepared>>();
+function prepared(db: Tx) {
+  let p = preparedByDb.get(db);
+  if (!p) {
+    p = buildPrepared(db);
+    preparedByDb.set(db, p);
+  }
+  return p;
+}
+
 /** Resolves a bearer key. Every failure is a 403, as the seed says: missing, revoked or mistyped key, free plan. */
 export async function authenticate(ctx: Ctx, key: string | undefined): Promise<Principal> {
   if (!key) throw notAuthorized('Missing API key: send the header Authorization: Bearer <API_KEY>');
-  const [row] = await ctx.db
-    .select({
-      apiKeyId: apiKeys.id,
-      userId: users.id,
-      accountId: accounts.id,
-      role: users.role,
-      campaignIds: users.campaignIds,
-      plan: accounts.plan,
-      rateLimits: accounts.rateLimits,
-    })
-    .from(apiKeys)
-    .innerJoin(users, eq(users.id, apiKeys.userId))
-    .innerJoin(accounts, eq(accounts.id, users.accountId))
-    .where(and(eq(apiKeys.keyHash, hashApiKey(key)), isNull(apiKeys.revokedAt)))
-    .limit(1);
+  const [row] = await prepared(ctx.db).principalByKeyHash.execute({ hash: hashApiKey(key) });
   if (!row) throw notAuthorized('The API key is revoked or mistyped');
   if (row.plan === 'FREE') throw notAuthorized('The REST API is available on paid plans only');
   return row;
@@ -57,7 +83,7 @@ export function canReachCampaign(p: Principal, campaign: Pick<CampaignRow, 'id' 
  * another account's campaign or one a MEMBER has no API access to is a 403.
  */
 export async function loadCampaignFor(ctx: Ctx, p: Principal, campaignId: string): Promise<CampaignRow> {
-  const [campaign] = await ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId)).limit(1);
+  const [campaign] = await prepared(ctx.db).campaignById.execute({ id: campaignId });
   if (!campaign || campaign.status === 'DELETED') throw notFound(`Campaign ${campaignId}`);
   if (campaign.accountId !== p.accountId) {
     throw notAuthorized('This API key cannot reach that campaign: it belongs to another account');

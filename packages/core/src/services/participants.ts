@@ -11,18 +11,22 @@ import { recordEvents } from './events';
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
 
 /** A path segment with `@` is an email; anything else is a participant id. */
+export function participantMatches(idOrEmail: string) {
+  return idOrEmail.includes('@')
+    ? eq(participants.email, normaliseEmail(idOrEmail))
+    : eq(participants.id, idOrEmail);
+}
+
+/** Finds a campaign's participant by email or id. */
 export async function findParticipant(
   ctx: Ctx,
   campaignId: string,
   idOrEmail: string,
 ): Promise<ParticipantRow | undefined> {
-  const where = idOrEmail.includes('@')
-    ? eq(participants.email, normaliseEmail(idOrEmail))
-    : eq(participants.id, idOrEmail);
   const [row] = await ctx.db
     .select()
     .from(participants)
-    .where(and(eq(participants.campaignId, campaignId), where))
+    .where(and(eq(participants.campaignId, campaignId), participantMatches(idOrEmail)))
     .limit(1);
   return row;
 }

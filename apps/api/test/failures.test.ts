@@ -1,0 +1,90 @@
+import { createApp } from '@stampcard/api';
+import { createLogger } from '@stampcard/config';
+import { createDb, loyaltyActions } from '@stampcard/db';
+import { createQueues, createRedis } from '@stampcard/jobs';
+import { eq } from 'drizzle-orm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, expectErrorShape, inProcess } from '../../../test/support/client';
+import { createTestDb, type TestDb } from '../../../test/support/db';
+import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../../../test/support/stack';
+
+let db: TestDb;
+let stack: TestStack;
+const logger = createLogger({ level: 'silent', name: 'failures-test' });
+// Nothing listens on port 1: connections are refused at once.
+const deadRedis = createRedis('redis://127.0.0.1:1', {
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: false,
+  retryStrategy: () => null,
+});
+deadRedis.on('error', () => {});
+const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
+
+beforeAll(async () => {
+  db = await createTestDb();
+  stack = await createTestStack(db, { worker: false });
+});
+afterAll(async () => {
+  await deadQueues.close().catch(() => {});
+  deadRedis.disconnect();
+  await stack?.close();
+  await db?.drop();
+});
+
+describe('when a backing store is down', () => {
+  it('PostgreSQL down: 503 UNAVAILABLE, and /ready says which store', async () => {
+    const deadDb = createDb('postgres://postgres@127.0.0.1:1/stampcard', { max: 1 });
+    const app = createApp({ ...stack.deps, db: deadDb.db, logger });
+    const w = await makeWorld(stack.ctx);
+    const r = await client(inProcess(app), w.key).get('/v1/campaigns');
+    const body = expectErrorShape(r, 503, 'UNAVAILABLE');
+    expect(body.message).toMatch(/retry later/);
+    const ready = await client(inProcess(app)).get('/ready');
+    expectErrorShape(ready, 503, 'UNAVAILABLE');
+    expect(ready.body.checks).toEqual({ postgres: 'down', redis: 'ok' });
+    await deadDb.close();
+  });
+
+  it('Redis down: the action is still recorded and answered 200; the relay queues it later', async () => {
+    const app = createApp({ ...stack.deps, redis: deadRedis, queues: deadQueues, logger });
+    const w = await makeWorld(stack.ctx);
+    const r = await client(inProcess(app), w.key).post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+      participantEmail: uniqueEmail(),
+      rewardId: w.reward.id,
+    });
+    expect(r.status).toBe(200);
+    const [row] = await stack.ctx.db
+      .select()
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.id, r.body.action.id));
+    expect(row?.status).toBe('QUEUED');
+    const ready = await client(inProcess(app)).get('/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body.checks).toEqual({ postgres: 'ok', redis: 'down' });
+  });
+});
+
+describe('an unexpected fault', () => {
+  it('is a 500 INTERNAL_ERROR with a request id, never a stack trace', async () => {
+    const app = createApp({
+      ...stack.deps,
+      logger,
+      limiters: [
+        async () => {
+          throw new Error('boom: internal detail');
+        },
+      ],
+    });
+    const w = await makeWorld(stack.ctx);
+    const r = await client(inProcess(app), w.key).get('/v1/campaigns');
+    const body = expectErrorShape(r, 500, 'INTERNAL_ERROR');
+    expect(body.requestId).toBe(r.headers.get('x-request-id'));
+    expect(JSON.stringify(body)).not.toContain('boom');
+  });
+
+  it('the operator token still guards the operator API of such an app', async () => {
+    const r = await client(inProcess(stack.app), `${OPERATOR_TOKEN}x`).get('/admin/v1/queues');
+    expectErrorShape(r, 403, 'NOT_AUTHORIZED');
+  });
+});

@@ -1,22 +1,11 @@
 import { participantRewards, participants } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
-import { createTestDb, type TestDb } from '../support/db';
 import { makeWorld, uniqueEmail } from '../support/factories';
-import { createTestStack, type TestStack } from '../support/stack';
+import { useTestStack } from '../support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { http: true });
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack({ http: true });
 
 describe('concurrency over HTTP', () => {
   it('20 concurrent actions on a limit-1 reward give exactly one reward and 20 counts', async () => {

@@ -1,20 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
-import { createTestDb, type TestDb } from '../support/db';
 import { makeWorld, uniqueEmail } from '../support/factories';
-import { createTestStack, type TestStack } from '../support/stack';
+import { useTestStack } from '../support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { http: true });
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack({ http: true });
 
 describe('loyalty action over HTTP against the running stack', () => {
   it('accepts at once, the worker applies it, and the reward unlocks at the required count', async () => {

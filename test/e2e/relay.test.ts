@@ -1,22 +1,11 @@
 import { loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
-import { createTestDb, type TestDb } from '../support/db';
 import { makeWorld, uniqueEmail } from '../support/factories';
-import { createTestStack, type TestStack } from '../support/stack';
+import { useTestStack } from '../support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { http: true, worker: false });
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack({ http: true, worker: false });
 
 async function wipeQueue() {
   // What a Redis restart without persistence does to this stack's queue: every key of its prefix is gone.

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client } from '../support/client';
-import { createTestDb, type TestDb } from '../support/db';
+import { useTestDb } from '../support/use';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
@@ -34,13 +34,7 @@ async function waitFor(run: Run, pattern: RegExp, timeoutMs = 20_000): Promise<R
   }
 }
 
-let db: TestDb;
-beforeAll(async () => {
-  db = await createTestDb();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDb();
 
 describe('npm start', () => {
   it('names the missing service and how to start it, and exits 1', async () => {

@@ -1,24 +1,13 @@
 import { revokeApiKey, updateCampaign } from '@stampcard/core';
 import { loyaltyActions, participants } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeCampaign, makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  // The worker runs so that `?wait=true` applies actions; requests refused here never reach it.
-  stack = await createTestStack(db);
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+// The worker runs so that `?wait=true` applies actions; requests refused here never reach it.
+const stack = useTestStack();
 
 const api = (key?: string) => client(inProcess(stack.app), key);
 

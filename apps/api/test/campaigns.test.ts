@@ -1,21 +1,10 @@
 import { updateCampaign } from '@stampcard/core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, inProcess } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeCampaign, makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db);
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack();
 
 const api = (key: string) => client(inProcess(stack.app), key);
 

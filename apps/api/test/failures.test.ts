@@ -3,14 +3,13 @@ import { createLogger } from '@stampcard/config';
 import { createDb, loyaltyActions } from '@stampcard/db';
 import { createQueues, createRedis } from '@stampcard/jobs';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../../../test/support/stack';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
-let db: TestDb;
-let stack: TestStack;
+const stack = useTestStack({ worker: false });
 const logger = createLogger({ level: 'silent', name: 'failures-test' });
 // Nothing listens on port 1: connections are refused at once.
 const deadRedis = createRedis('redis://127.0.0.1:1', {
@@ -21,15 +20,9 @@ const deadRedis = createRedis('redis://127.0.0.1:1', {
 deadRedis.on('error', () => {});
 const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
 
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { worker: false });
-});
 afterAll(async () => {
   await deadQueues.close().catch(() => {});
   deadRedis.disconnect();
-  await stack?.close();
-  await db?.drop();
 });
 
 describe('when a backing store is down', () => {

@@ -1,28 +1,17 @@
 import { applyActions, updateCampaign } from '@stampcard/core';
 import { loyaltyActions, participants } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeCampaign, makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
 /**
  * Every refusal of the loyalty-action endpoints, with the contract's error body, and proof that a refused
  * request writes nothing. The worker does not run in this file: accepted actions stay QUEUED, so the only
  * writers are the requests under test (tests in a file run one after another, on this file's own database).
  */
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { worker: false });
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack({ worker: false });
 
 type World = Awaited<ReturnType<typeof makeWorld>>;
 

@@ -1,23 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { accounts, apiKeys, campaigns, events, rewards, users } from '@stampcard/db';
 import { and, count, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
-import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../../../test/support/stack';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
-let db: TestDb;
-let stack: TestStack;
+const stack = useTestStack({ worker: false });
 let op: ReturnType<typeof client>;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db, { worker: false });
+beforeAll(() => {
   op = client(inProcess(stack.app), OPERATOR_TOKEN);
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
 });
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,23 +1,12 @@
 import { ensureParticipant } from '@stampcard/core';
 import { campaigns } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeCampaign, makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 
-let db: TestDb;
-let stack: TestStack;
-
-beforeAll(async () => {
-  db = await createTestDb();
-  stack = await createTestStack(db);
-});
-afterAll(async () => {
-  await stack?.close();
-  await db?.drop();
-});
+const stack = useTestStack();
 
 type World = Awaited<ReturnType<typeof makeWorld>>;
 

@@ -12,18 +12,11 @@ import {
 } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
 import { and, asc, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDb, type TestDb } from '../../../test/support/db';
+import { describe, expect, it } from 'vitest';
 import { makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { useTestDb } from '../../../test/support/use';
 
-let db: TestDb;
-
-beforeAll(async () => {
-  db = await createTestDb();
-});
-afterAll(async () => {
-  await db?.drop();
-});
+const db = useTestDb();
 
 const systemCtx = (): Ctx => ({ db: db.db, clock: systemClock });
 /** A context whose clock the test moves (month boundaries). */

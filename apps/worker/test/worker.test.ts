@@ -3,11 +3,10 @@ import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stam
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
 import { enqueueActions, jobs } from '@stampcard/jobs';
 import { and, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
 
 describe('ActionBatcher', () => {
@@ -101,21 +100,11 @@ describe('ActionBatcher', () => {
 });
 
 describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
-  let db: TestDb;
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    db = await createTestDb();
-    stack = await createTestStack(db, { worker: false });
-  });
-  afterAll(async () => {
-    await stack?.close();
-    await db?.drop();
-  });
+  const stack = useTestStack({ worker: false });
 
   async function acceptOne() {
     const w = await makeWorld(stack.ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
-    const [campaign] = await db.db.select().from(campaigns).where(eq(campaigns.id, w.campaign.id));
+    const [campaign] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, w.campaign.id));
     const { action, participant } = await acceptLoyaltyAction(stack.ctx, campaign as CampaignRow, {
       rewardId: w.reward.id,
       participant: { email: uniqueEmail(), addIfNoneExists: true, profile: {} },
@@ -139,10 +128,10 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   }
 
   async function counts(campaignId: string, participantId: string, actionId: string) {
-    const [p] = await db.db.select().from(participants).where(eq(participants.id, participantId));
-    const [c] = await db.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
-    const [a] = await db.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, actionId));
-    const applied = await db.db
+    const [p] = await stack.ctx.db.select().from(participants).where(eq(participants.id, participantId));
+    const [c] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
+    const [a] = await stack.ctx.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, actionId));
+    const applied = await stack.ctx.db
       .select()
       .from(events)
       .where(and(eq(events.campaignId, campaignId), eq(events.type, 'LOYALTY_ACTION_APPLIED')));

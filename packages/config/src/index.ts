@@ -1,11 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
-const boolFromEnv = z
-  .enum(['true', 'false', '1', '0', ''])
-  .optional()
-  .transform((v) => v === 'true' || v === '1');
-
 const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
 
 /** Every setting the apps read from the environment, with its default. */
@@ -32,7 +27,6 @@ export const envSchema = z.object({
   RELAY_INTERVAL_MS: intFromEnv(5000, 50),
   /** An accepted action younger than this is left to the API's own enqueue. Default 10000. */
   RELAY_GRACE_MS: intFromEnv(10_000),
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolFromEnv,
   /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
   SUPPORT_URL: z.url().optional(),
 });

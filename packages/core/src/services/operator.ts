@@ -9,7 +9,7 @@ import {
   rewards,
   users,
 } from '@stampcard/db';
-import { and, eq, inArray, isNull, ne } from 'drizzle-orm';
+import { and, eq, inArray, isNull } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { invalidState, notFound, validationError } from '../errors';
 import { newApiKey, newCampaignId, newId } from '../ids';
@@ -281,12 +281,4 @@ export async function updateReward(ctx: Ctx, campaignId: string, rewardId: strin
     const [row] = await db.update(rewards).set(input).where(eq(rewards.id, rewardId)).returning();
     return serializeReward(row!);
   });
-}
-
-/** Campaigns of an account that are not deleted, for the dashboard and scripts. */
-export async function listAccountCampaigns(ctx: Ctx, accountId: string) {
-  return ctx.db
-    .select()
-    .from(campaigns)
-    .where(and(eq(campaigns.accountId, accountId), ne(campaigns.status, 'DELETED')));
 }

@@ -11,6 +11,7 @@ import http from 'node:http';
 import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import postgres from 'postgres';
 
 const TOTAL = Number(process.env.BENCH_ACTIONS ?? 5000);
@@ -189,6 +190,10 @@ try {
     }),
   );
   agent.destroy();
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const keys = await redis.keys(`${dbName}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`drop database if exists "${dbName}" with (force)`);
   await admin.end();

@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { client } from '../support/client';
 import { useTestDb } from '../support/use';
 
@@ -51,12 +52,19 @@ describe('npm start', () => {
   });
 
   it('migrates, serves, and stops gracefully on SIGTERM', async () => {
+    const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
+    onTestFinished(async () => {
+      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
     const run = start({
       DATABASE_URL: db.url,
       PORT: '0',
       HOST: '127.0.0.1',
       OPERATOR_TOKEN: TOKEN,
-      QUEUE_PREFIX: `stampcard_start_${randomBytes(4).toString('hex')}`,
+      QUEUE_PREFIX: prefix,
     });
     const [, port] = await waitFor(run, /"port":(\d+)/);
     const base = `http://127.0.0.1:${port}`;

@@ -2,7 +2,7 @@ import { type RunningApi, startApi } from '@stampcard/api';
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb } from '@stampcard/db';
-import { createQueues, createRedis, redisReady } from '@stampcard/jobs';
+import { connectQueues } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
 export type StackOptions = {
@@ -28,15 +28,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   // Separate pools, as separate processes would have: a deep queue must not starve the API of connections.
   const apiDb = opts.api === false ? null : createDb(config.DATABASE_URL, { max: 10 });
   const workerDb = opts.worker === false ? null : createDb(config.DATABASE_URL, { max: 6 });
-  // The API's connection fails fast while Redis is away (the relay re-queues later); the worker's waits.
-  const apiRedis = createRedis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
-  const workerRedis = createRedis(config.REDIS_URL);
-  apiRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (api) connection error'));
-  workerRedis.on('error', (err) => logger.warn({ err: err.message }, 'redis (worker) connection error'));
-  await Promise.all([redisReady(apiRedis), redisReady(workerRedis)]);
-  const onQueueError = (err: Error) => logger.warn({ err: err.message }, 'queue error');
-  const queues = createQueues(apiRedis, config.QUEUE_PREFIX, onQueueError);
-  const workerQueues = createQueues(workerRedis, config.QUEUE_PREFIX, onQueueError);
+  const connections = await connectQueues(config.REDIS_URL, config.QUEUE_PREFIX, (err, side) =>
+    logger.warn({ err: err.message, side }, 'redis connection error'),
+  );
+  const { producer, consumer } = connections;
 
   const api =
     opts.api === false
@@ -44,8 +39,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       : await startApi(
           {
             db: apiDb!.db,
-            redis: apiRedis,
-            queues,
+            redis: producer.redis,
+            queues: producer.queues,
             clock,
             logger,
             operatorToken: config.OPERATOR_TOKEN,
@@ -58,8 +53,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ? null
       : startWorker({
           ctx: { db: workerDb!.db, clock },
-          connection: workerRedis,
-          queues: workerQueues,
+          connection: consumer.redis,
+          queues: consumer.queues,
           prefix: config.QUEUE_PREFIX,
           logger,
           concurrency: config.WORKER_CONCURRENCY,
@@ -74,9 +69,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     close: async () => {
       await api?.close();
       await worker?.close();
-      await Promise.all([queues.close(), workerQueues.close()]);
-      apiRedis.disconnect();
-      workerRedis.disconnect();
+      await connections.close();
       await Promise.all([apiDb?.close(), workerDb?.close()]);
     },
   };

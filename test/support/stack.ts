@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createApp, type Deps, startApi } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
-import { createQueues, createRedis, redisReady } from '@stampcard/jobs';
+import { connectQueues } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 import type { Redis } from 'ioredis';
 import type { TestDb } from './db';
@@ -39,16 +39,15 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   const clock = opts.clock ?? systemClock;
   const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
   const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
-  const apiRedis = createRedis(REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false });
-  const workerRedis = createRedis(REDIS_URL);
-  await Promise.all([redisReady(apiRedis), redisReady(workerRedis)]);
-  const queues = createQueues(apiRedis, prefix);
-  const workerQueues = createQueues(workerRedis, prefix);
+  const connections = await connectQueues(REDIS_URL, prefix, (err, side) =>
+    logger.warn({ err: err.message, side }, 'redis connection error'),
+  );
+  const { producer, consumer } = connections;
   const ctx: Ctx = { db: db.db, clock };
   const deps: Deps = {
     db: db.db,
-    redis: apiRedis,
-    queues,
+    redis: producer.redis,
+    queues: producer.queues,
     clock,
     logger,
     operatorToken: OPERATOR_TOKEN,
@@ -61,8 +60,8 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   const launch = () => {
     worker ??= startWorker({
       ctx,
-      connection: workerRedis,
-      queues: workerQueues,
+      connection: consumer.redis,
+      queues: consumer.queues,
       prefix,
       logger,
       concurrency: 16,
@@ -88,15 +87,13 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
       await worker?.close();
       worker = null;
     },
-    redis: workerRedis,
+    redis: consumer.redis,
     close: async () => {
       await server?.close();
       await worker?.close();
-      await Promise.all([queues.close(), workerQueues.close()]);
-      const keys = await workerRedis.keys(`${prefix}:*`);
-      if (keys.length > 0) await workerRedis.del(...keys);
-      apiRedis.disconnect();
-      workerRedis.disconnect();
+      const keys = await consumer.redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await consumer.redis.del(...keys);
+      await connections.close();
     },
   };
 }

@@ -82,3 +82,45 @@ export function redisReady(redis: Redis, timeoutMs = 5000): Promise<void> {
     redis.on('ready', onReady);
   });
 }
+
+/** One side of the queue wiring: a Redis connection and the queues on it. */
+export type QueueSide = { redis: Redis; queues: Queues };
+
+export type QueueConnections = {
+  /** For the request path (API, relay checks): fails fast while Redis is away instead of holding a request. */
+  producer: QueueSide;
+  /** For workers: commands wait while Redis reconnects, as BullMQ requires. */
+  consumer: QueueSide;
+  /** Closes the queues and both connections. */
+  close(): Promise<void>;
+};
+
+/**
+ * Connects the two sides every process shape needs, waits until both are ready, and routes connection and
+ * queue errors to `onError` (BullMQ prints them when nobody listens).
+ */
+export async function connectQueues(
+  redisUrl: string,
+  prefix: string,
+  onError: (err: Error, side: 'producer' | 'consumer') => void,
+): Promise<QueueConnections> {
+  const side = async (name: 'producer' | 'consumer', opts: RedisOptions): Promise<QueueSide> => {
+    const redis = createRedis(redisUrl, opts);
+    redis.on('error', (err) => onError(err, name));
+    await redisReady(redis);
+    return { redis, queues: createQueues(redis, prefix, (err) => onError(err, name)) };
+  };
+  const [producer, consumer] = await Promise.all([
+    side('producer', { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+    side('consumer', {}),
+  ]);
+  return {
+    producer,
+    consumer,
+    close: async () => {
+      await Promise.all([producer.queues.close(), consumer.queues.close()]);
+      producer.redis.disconnect();
+      consumer.redis.disconnect();
+    },
+  };
+}

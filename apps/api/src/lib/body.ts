@@ -1,3 +1,4 @@
+import { createRoute, type RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import type { AppEnv } from '../env';
@@ -92,4 +93,17 @@ function jsonHeaders(h: Headers): Headers {
   headers.set('content-type', 'application/json');
   headers.delete('content-length');
   return headers;
+}
+
+type JsonBodyRoute = Omit<RouteConfig, 'middleware'> & {
+  request: { body: { content: { 'application/json': { schema: ZodType } } } };
+};
+
+/**
+ * `createRoute` for an endpoint with a body: the JSON body schema it declares also validates the same body
+ * sent form-encoded. Every route with a body is defined with it, so none can leave forms out.
+ */
+export function createBodyRoute<const R extends JsonBodyRoute>(config: R) {
+  const schema = config.request.body.content['application/json'].schema;
+  return createRoute({ ...config, middleware: [acceptFormOrJson(schema)] });
 }

@@ -1,16 +1,14 @@
-import { createRoute } from '@hono/zod-openapi';
 import { createAccount } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { AccountBody } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts',
   summary: 'Create an account (a business)',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(AccountBody)],
   request: { body: jsonBody(AccountBody) },
   responses: { ...okResponse('The account'), ...errorResponses },
 });

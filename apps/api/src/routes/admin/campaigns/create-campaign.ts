@@ -1,16 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { createCampaign } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { CampaignBody } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts/{accountId}/campaigns',
   summary: 'Create a campaign (status DRAFT and currency USD unless given)',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(CampaignBody)],
   request: { params: z.object({ accountId: z.string().min(1).max(64) }), body: jsonBody(CampaignBody) },
   responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
 });

@@ -1,16 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { updateCampaign } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { CampaignPatch } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'patch',
   path: '/admin/v1/campaigns/{id}',
   summary: 'Change a campaign: settings or status (entering COMPLETE records CAMPAIGN_ENDED)',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(CampaignPatch)],
   request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(CampaignPatch) },
   responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
 });

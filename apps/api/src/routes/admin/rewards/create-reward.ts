@@ -1,16 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { createReward } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { RewardBody } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/campaigns/{id}/rewards',
   summary: 'Add a reward to a campaign (every Reward field of the seed)',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(RewardBody)],
   request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(RewardBody) },
   responses: { ...okResponse('The whole Reward'), ...errorResponses },
 });

@@ -1,16 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { updateReward } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { RewardPatch } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'patch',
   path: '/admin/v1/campaigns/{id}/rewards/{rewardId}',
   summary: 'Change a reward',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(RewardPatch)],
   request: {
     params: z.object({ id: z.string().min(1).max(64), rewardId: z.string().min(1).max(64) }),
     body: jsonBody(RewardPatch),

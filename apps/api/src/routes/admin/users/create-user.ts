@@ -1,16 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import { createUser } from '@stampcard/core';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
 import { UserBody } from '../schemas';
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts/{accountId}/users',
   summary: 'Add a team member (ADMIN, or MEMBER with API access to listed campaigns)',
   tags: ['Operator'],
-  middleware: [acceptFormOrJson(UserBody)],
   request: { params: z.object({ accountId: z.string().min(1).max(64) }), body: jsonBody(UserBody) },
   responses: { ...okResponse('The user'), ...errorResponses },
 });

@@ -23,7 +23,9 @@ export async function triggerAction(
   input: Omit<AcceptActionInput, 'requestHash' | 'request'>,
   wait: boolean,
 ) {
-  const { ctx, deps, principal } = { ctx: c.get('ctx'), deps: c.get('deps'), principal: c.get('principal') };
+  const ctx = c.get('ctx');
+  const deps = c.get('deps');
+  const principal = c.get('principal');
   const campaign = await loadCampaignFor(ctx, principal, campaignId);
   const { action, participantCreated } = await acceptLoyaltyAction(ctx, campaign, {
     ...input,

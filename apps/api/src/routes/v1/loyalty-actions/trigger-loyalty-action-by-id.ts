@@ -1,6 +1,6 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import { campaignIdParam, errorResponses, jsonBody, metadataSchema, okResponse } from '../../../lib/schemas';
 import { triggerAction, waitQuery } from './shared';
 
@@ -8,12 +8,11 @@ const Body = z
   .strictObject({ rewardId: z.string().min(1).max(64), metadata: metadataSchema.optional() })
   .openapi('TriggerLoyaltyActionById');
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/v1/campaign/{id}/participant/{participantId}/loyalty-action',
   summary: 'Trigger a loyalty action by participant id',
   tags: ['Loyalty actions'],
-  middleware: [acceptFormOrJson(Body)],
   request: {
     params: z.object({ id: campaignIdParam, participantId: z.string().min(1).max(64) }),
     query: waitQuery,

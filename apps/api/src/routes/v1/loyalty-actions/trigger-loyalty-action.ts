@@ -1,6 +1,6 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { z } from '@hono/zod-openapi';
 import type { App } from '../../../env';
-import { acceptFormOrJson } from '../../../lib/body';
+import { createBodyRoute } from '../../../lib/body';
 import {
   campaignIdParam,
   emailSchema,
@@ -25,14 +25,13 @@ const Body = z
   })
   .openapi('TriggerLoyaltyActionByEmail');
 
-const route = createRoute({
+const route = createBodyRoute({
   method: 'post',
   path: '/v1/campaign/{id}/loyalty-action',
   summary: 'Trigger a loyalty action by email',
   description:
     'Counts a loyalty action for a person, adding the participant if needed (source `DIRECT`). The action is recorded and queued; the answer comes at once with `status: QUEUED`, or with `?wait=true` once applied.',
   tags: ['Loyalty actions'],
-  middleware: [acceptFormOrJson(Body)],
   request: { params: z.object({ id: campaignIdParam }), query: waitQuery, body: jsonBody(Body) },
   responses: { ...okResponse('`{ success, message, action }`'), ...errorResponses },
 });

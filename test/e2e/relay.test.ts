@@ -1,4 +1,6 @@
 import { loyaltyActions } from '@stampcard/db';
+import { jobs } from '@stampcard/jobs';
+import { type Processor, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
@@ -69,6 +71,68 @@ describe('Redis is the transport, PostgreSQL the record', () => {
     );
     const p = await api.get(`/v1/campaign/${w.campaign.id}/participant/${r.body.action.participantId}`);
     expect(p.body.loyaltyActionCount).toBe(1);
+    await stack.stopWorker();
+  });
+
+  /** Lets a stand-in worker take the queued job once, so it ends failed or completed without being applied. */
+  async function settleJobWith(actionId: string, processor: Processor, state: 'failed' | 'completed') {
+    const standIn = new Worker(jobs.applyLoyaltyAction.queue, processor, {
+      connection: stack.redis,
+      prefix: stack.prefix,
+    });
+    await eventually(
+      async () => (await stack.deps.queues.loyaltyActions.getJob(actionId))?.getState(),
+      (s) => s === state,
+    );
+    await standIn.close();
+  }
+
+  async function acceptOne() {
+    const w = await makeWorld(stack.ctx, { reward: { isUnlimited: true } });
+    const api = client(overHttp(stack.baseUrl!), w.key);
+    const r = await api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+      participantEmail: uniqueEmail('settled'),
+      rewardId: w.reward.id,
+    });
+    expect(r.status).toBe(200);
+    return {
+      api,
+      campaignId: w.campaign.id as string,
+      action: r.body.action as { id: string; participantId: string },
+    };
+  }
+
+  async function expectAppliedOnce(a: Awaited<ReturnType<typeof acceptOne>>) {
+    await eventually(
+      () => a.api.get(`/v1/campaign/${a.campaignId}/loyalty-action/${a.action.id}`),
+      (r) => r.body.status === 'APPLIED',
+    );
+    const p = await a.api.get(`/v1/campaign/${a.campaignId}/participant/${a.action.participantId}`);
+    expect(p.body.loyaltyActionCount).toBe(1);
+  }
+
+  it('a job that failed for good while its action is still QUEUED is retried by the relay', async () => {
+    const a = await acceptOne();
+    await settleJobWith(
+      a.action.id,
+      async () => {
+        throw new UnrecoverableError('stand-in failure');
+      },
+      'failed',
+    );
+    const worker = stack.startWorker();
+    expect(await worker.relay.runOnce()).toBe(1);
+    await expectAppliedOnce(a);
+    await stack.stopWorker();
+  });
+
+  it('a job that completed while its action is still QUEUED is queued again by the relay', async () => {
+    const a = await acceptOne();
+    await settleJobWith(a.action.id, async () => 'did nothing', 'completed');
+    const worker = stack.startWorker();
+    expect(await worker.relay.runOnce()).toBe(1);
+    await expectAppliedOnce(a);
+    expect(await worker.relay.runOnce()).toBe(0);
     await stack.stopWorker();
   });
 });

@@ -26,10 +26,11 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const { config, logger } = opts;
   const clock = opts.clock ?? systemClock;
   // Separate pools, as separate processes would have: a deep queue must not starve the API of connections.
-  const apiDb = opts.api === false ? null : createDb(config.DATABASE_URL, { max: 10 });
-  const workerDb = opts.worker === false ? null : createDb(config.DATABASE_URL, { max: 6 });
+  const timeouts = { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS };
+  const apiDb = opts.api === false ? null : createDb(config.DATABASE_URL, { max: 10, ...timeouts });
+  const workerDb = opts.worker === false ? null : createDb(config.DATABASE_URL, { max: 6, ...timeouts });
   const connections = await connectQueues(config.REDIS_URL, config.QUEUE_PREFIX, (err, side) =>
-    logger.warn({ err: err.message, side }, 'redis connection error'),
+    logger.warn({ err, side }, 'redis connection error'),
   );
   const { producer, consumer } = connections;
 
@@ -45,6 +46,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
             logger,
             operatorToken: config.OPERATOR_TOKEN,
             supportUrl: config.SUPPORT_URL,
+            requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
           },
           { port: config.PORT, host: config.HOST },
         );
@@ -61,6 +63,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
           batchWaitMs: config.WORKER_BATCH_WAIT_MS,
           relayIntervalMs: config.RELAY_INTERVAL_MS,
           relayGraceMs: config.RELAY_GRACE_MS,
+          lockMs: config.WORKER_LOCK_MS,
         });
 
   return {

@@ -31,7 +31,9 @@ export type TestStackOptions = {
   worker?: boolean;
   http?: boolean;
   maxWaitMs?: number;
+  requestTimeoutMs?: number;
   relayGraceMs?: number;
+  lockMs?: number;
 };
 
 /** The whole service on a test's own database and a queue prefix of its own. */
@@ -40,7 +42,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
   const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
   const connections = await connectQueues(REDIS_URL, prefix, (err, side) =>
-    logger.warn({ err: err.message, side }, 'redis connection error'),
+    logger.warn({ err, side }, 'redis connection error'),
   );
   const { producer, consumer } = connections;
   const ctx: Ctx = { db: db.db, clock };
@@ -52,6 +54,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     logger,
     operatorToken: OPERATOR_TOKEN,
     maxWaitMs: opts.maxWaitMs,
+    requestTimeoutMs: opts.requestTimeoutMs,
   };
   const app = createApp(deps);
   const server = opts.http ? await startApi(deps, { port: 0, host: '127.0.0.1' }) : null;
@@ -68,6 +71,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
       batchWaitMs: 2,
       relay: false,
       relayGraceMs: opts.relayGraceMs ?? 0,
+      lockMs: opts.lockMs,
     });
     return worker;
   };

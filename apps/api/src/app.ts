@@ -5,13 +5,16 @@ import { bodyLimit } from 'hono/body-limit';
 import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
+import { BODY_LIMITS } from './lib/parse-body';
 import { apiKeyAuth } from './middleware/auth';
+import { requestDeadline } from './middleware/deadline';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
+import { urlGuard } from './middleware/url-guard';
 import { registerAdmin } from './routes/admin/index';
 import { registerV1 } from './routes/v1/index';
 
-export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_BODY_BYTES = BODY_LIMITS.maxBytes;
 
 async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -35,6 +38,7 @@ export function createApp(deps: Deps) {
     await next();
   });
   app.use('*', requestLog);
+  app.use('*', urlGuard);
   app.use(
     '*',
     bodyLimit({
@@ -47,6 +51,9 @@ export function createApp(deps: Deps) {
       },
     }),
   );
+
+  app.use('/v1/*', requestDeadline);
+  app.use('/admin/*', requestDeadline);
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
   app.get('/ready', async (c) => {

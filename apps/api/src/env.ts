@@ -14,15 +14,27 @@ export type Deps = {
   clock: Clock;
   logger: Logger;
   operatorToken: string;
-  /** `supportUrl` of error bodies. Default: this service's `/docs` page. */
+  /**
+   * `supportUrl` of error bodies.
+   * @defaultValue this service's `/docs#errors` page
+   */
   supportUrl?: string;
   /**
-   * Middleware run on every `/v1` request after authentication: the slot for rate limits and
-   * slowdowns. Default: none.
+   * Middleware run on every `/v1` request after authentication: the slot for rate limits and slowdowns.
+   * @defaultValue none
    */
   limiters?: MiddlewareHandler<AppEnv>[];
-  /** Longest `?wait=true` waits for an action to be applied, in ms. Default 10000. */
+  /**
+   * Longest `?wait=true` waits for an action to be applied, in ms.
+   * @defaultValue 10000
+   */
   maxWaitMs?: number;
+  /**
+   * Longest the API works on a request before it answers 503 UNAVAILABLE, in ms (`?wait=true` requests get
+   * `maxWaitMs` on top). Writes the request has not made by then are not made.
+   * @defaultValue 5000
+   */
+  requestTimeoutMs?: number;
 };
 
 export type AppEnv = {

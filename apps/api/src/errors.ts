@@ -10,82 +10,140 @@ import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import type { AppEnv } from './env';
 
+type Details = Record<string, unknown>;
+
 /**
- * The one error body: `{ name, code, message, status, supportUrl, level, timestamp }` plus the fields of its
- * kind at the top level. `timestamp` is ISO 8601, as the seed's 429 body has it.
+ * The one error body: `{ name, code, message, status, supportUrl, level, timestamp, requestId }` plus the
+ * fields of its kind at the top level. Those fields never replace the common ones (`status` always matches
+ * the HTTP status). `timestamp` is ISO 8601, as the seed's 429 body has it.
  */
-export function errorBody(
-  c: Context<AppEnv>,
+export function buildErrorBody(
   code: ErrorCode,
   message: string,
-  details: Record<string, unknown> = {},
+  where: { supportUrl: string; requestId?: string },
+  details: Details = {},
 ) {
   const { name, status } = ERROR_CATALOG[code];
-  const supportUrl = c.get('deps')?.supportUrl ?? `${new URL(c.req.url).origin}/docs#errors`;
-  return {
+  const body: Details & { status: typeof status } = {
     name,
     code,
     message,
     status,
-    supportUrl,
+    supportUrl: where.supportUrl,
     level: 'error' as const,
     timestamp: new Date().toISOString(),
-    requestId: c.get('requestId'),
-    ...details,
+    requestId: where.requestId,
   };
+  for (const [key, value] of Object.entries(details)) if (!Object.hasOwn(body, key)) body[key] = value;
+  return body;
+}
+
+/** The error body for a request being answered by the app. */
+export function errorBody(c: Context<AppEnv>, code: ErrorCode, message: string, details: Details = {}) {
+  const supportUrl = c.get('deps')?.supportUrl ?? `${new URL(c.req.url).origin}/docs#errors`;
+  return buildErrorBody(code, message, { supportUrl, requestId: c.get('requestId') }, details);
 }
 
 export function errorResponse(
   c: Context<AppEnv>,
   code: ErrorCode,
   message: string,
-  details?: Record<string, unknown>,
+  details?: Details,
+  headers?: Headers | Record<string, string>,
 ) {
   const body = errorBody(c, code, message, details);
-  return c.json(body, body.status);
+  const h = headers instanceof Headers ? Object.fromEntries(headers) : headers;
+  return c.json(body, body.status, h);
 }
 
-function isUnavailable(err: unknown): boolean {
-  const e = err as { code?: string; errno?: string; name?: string; message?: string; cause?: unknown };
-  const code = e?.code ?? e?.errno;
-  if (
-    code &&
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'CONNECT_TIMEOUT',
-      'CONNECTION_CLOSED',
-      'CONNECTION_ENDED',
-      'CONNECTION_DESTROYED',
-      '57P01',
-      '57P03',
-      '53300',
-    ].includes(code)
-  ) {
-    return true;
+/** Driver and socket codes that mean "the store did not answer", not "the request was wrong". */
+const UNAVAILABLE_CODES = new Set([
+  // sockets
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
+  'EAI_AGAIN',
+  // postgres.js
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  // PostgreSQL SQLSTATEs: shutdown, cannot connect now, statement timeout (57014), lock timeout (55P03),
+  // idle-in-transaction timeout (25P03); classes 08 (connection) and 53 (insufficient resources) below.
+  '57P01',
+  '57P02',
+  '57P03',
+  '57014',
+  '55P03',
+  '25P03',
+]);
+
+/** True when the error, or one of its causes, says a backing store is down or too slow. */
+export function isUnavailable(err: unknown, depth = 0): boolean {
+  if (depth > 5 || err === null || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; errno?: unknown; name?: unknown; cause?: unknown };
+  if (err instanceof DomainError) return err.code === 'UNAVAILABLE';
+  for (const code of [e.code, e.errno]) {
+    if (typeof code !== 'string') continue;
+    if (UNAVAILABLE_CODES.has(code)) return true;
+    if (/^(08|53)[0-9A-Z]{3}$/.test(code)) return true;
   }
-  if (
-    e?.name === 'MaxRetriesPerRequestError' ||
-    /Connection is closed|Stream isn't writeable/.test(e?.message ?? '')
-  )
-    return true;
-  return e?.cause !== undefined && e.cause !== err ? isUnavailable(e.cause) : false;
+  // ioredis gives this class, and no code, when a command ran out of reconnection attempts.
+  if (e.name === 'MaxRetriesPerRequestError') return true;
+  return e.cause !== undefined && e.cause !== err ? isUnavailable(e.cause, depth + 1) : false;
 }
 
-/** The app's onError: domain errors keep their code, framework errors become 400s, the rest a logged 500. */
+/** Framework exceptions keep their meaning: a 429 stays a 429, and every answer has the one body. */
+const HTTP_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
+  401: 'AUTHENTICATION_REQUIRED',
+  403: 'NOT_AUTHORIZED',
+  404: 'NOT_FOUND',
+  429: 'RATE_LIMIT',
+  503: 'UNAVAILABLE',
+};
+
+function fromHttpException(err: HTTPException, c: Context<AppEnv>) {
+  // Headers the thrower set (Retry-After, WWW-Authenticate) are kept; the body is ours.
+  const headers = new Headers(err.res?.headers);
+  headers.delete('content-type');
+  headers.delete('content-length');
+  const code = HTTP_STATUS_CODES[err.status] ?? (err.status < 500 ? 'VALIDATION_ERROR' : 'INTERNAL_ERROR');
+  if (code === 'INTERNAL_ERROR') return internalError(err, c);
+  if (code !== 'VALIDATION_ERROR')
+    return errorResponse(c, code, err.message || ERROR_CATALOG[code].name, {}, headers);
+  const msg =
+    err.status === 415
+      ? 'Unsupported Content-Type: send application/json or application/x-www-form-urlencoded'
+      : err.message || 'Bad request';
+  const { details } = validationError([{ location: 'body', param: '', value: null, msg }], msg);
+  return errorResponse(c, code, msg, details, headers);
+}
+
+function internalError(err: unknown, c: Context<AppEnv>) {
+  c.get('deps')?.logger.error({ err, requestId: c.get('requestId') }, 'unhandled error');
+  return errorResponse(c, 'INTERNAL_ERROR', 'Internal error: the request id identifies it in the logs');
+}
+
+/**
+ * The app's onError, the one path every failure takes: domain errors keep their code (5xx ones are logged
+ * first), framework exceptions keep their status, store outages are a 503, anything else a logged 500.
+ * Logs carry the error's class, code and constraint (see the logger's serializer), never its values.
+ */
 export function handleError(err: Error, c: Context<AppEnv>) {
-  if (err instanceof DomainError) return errorResponse(c, err.code, err.message, err.details);
-  if (err instanceof HTTPException && err.status < 500) {
-    const msg =
-      err.status === 415
-        ? 'Unsupported Content-Type: send application/json or application/x-www-form-urlencoded'
-        : err.message || 'Bad request';
-    return errorResponse(c, 'VALIDATION_ERROR', msg, {
-      errors: [{ location: 'body', param: '', value: null, msg }],
-    });
-  }
   const logger = c.get('deps')?.logger;
+  if (err instanceof DomainError) {
+    if (ERROR_CATALOG[err.code].status >= 500) {
+      logger?.error(
+        { err, requestId: c.get('requestId') },
+        err.code === 'UNAVAILABLE' ? 'backing store unavailable' : 'domain fault',
+      );
+    }
+    return errorResponse(c, err.code, err.message, err.details);
+  }
+  if (err instanceof HTTPException) return fromHttpException(err, c);
   if (isUnavailable(err)) {
     logger?.error({ err, requestId: c.get('requestId') }, 'backing store unavailable');
     return errorResponse(
@@ -94,14 +152,13 @@ export function handleError(err: Error, c: Context<AppEnv>) {
       'A backing store is unavailable: nothing was accepted, retry later',
     );
   }
-  logger?.error({ err, requestId: c.get('requestId') }, 'unhandled error');
-  return errorResponse(c, 'INTERNAL_ERROR', 'Internal error: the request id identifies it in the logs');
+  return internalError(err, c);
 }
 
 function valueAt(source: unknown, path: PropertyKey[]): unknown {
   let v: unknown = source;
   for (const k of path) {
-    if (v === null || typeof v !== 'object') return undefined;
+    if (v === null || typeof v !== 'object' || !Object.hasOwn(v, k)) return undefined;
     v = (v as Record<PropertyKey, unknown>)[k];
   }
   return v;
@@ -117,7 +174,7 @@ const LOCATIONS: Record<string, string> = {
 
 /** Zod issues as the contract's `errors: [{ location, param, value, msg }]`. */
 export function zodIssues(error: ZodError, target: string, source: unknown): ValidationIssue[] {
-  const location = LOCATIONS[target] ?? target;
+  const location = (Object.hasOwn(LOCATIONS, target) ? LOCATIONS[target] : undefined) ?? target;
   return error.issues.flatMap((issue) => {
     const path = issue.path.map(String);
     if (issue.code === 'unrecognized_keys') {

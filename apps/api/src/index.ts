@@ -1,27 +1,91 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { createApp } from './app';
 import type { Deps } from './env';
+import { buildErrorBody } from './errors';
 
 export { createApp } from './app';
 export type { AppEnv, Deps } from './env';
 
 export type RunningApi = { server: ServerType; port: number; close(): Promise<void> };
 
+export type ServeOptions = {
+  port: number;
+  /** @defaultValue `0.0.0.0` */
+  host?: string;
+  /**
+   * Longest a client may take to send its headers, in ms (slow clients hold sockets).
+   * @defaultValue 10000
+   */
+  headersTimeoutMs?: number;
+  /**
+   * Longest a client may take to send a whole request, body included, in ms.
+   * @defaultValue 30000
+   */
+  requestTimeoutMs?: number;
+};
+
+/** What Node's HTTP parser refused, in the client's words. */
+function clientErrorMessage(code: string | undefined): string {
+  if (code === 'HPE_HEADER_OVERFLOW') return 'Request headers are larger than 16 KiB';
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'The request was not received in full in time';
+  return 'Malformed HTTP request';
+}
+
+/**
+ * Requests Node refuses before the app sees them (headers over 16 KiB, a malformed request line, a client
+ * too slow to send) still get the documented error body, as a 400 VALIDATION_ERROR.
+ */
+function answerClientErrors(server: Server, supportUrl: string) {
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    if (!socket.writable || (socket as Duplex & { _httpMessage?: unknown })._httpMessage) {
+      socket.destroy();
+      return;
+    }
+    const message = clientErrorMessage(err.code);
+    const body = JSON.stringify(
+      buildErrorBody(
+        'VALIDATION_ERROR',
+        message,
+        { supportUrl, requestId: randomUUID() },
+        { errors: [{ location: 'headers', param: '', value: null, msg: message }] },
+      ),
+    );
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  });
+}
+
 /** Serves the app over HTTP. `close()` stops accepting and lets requests in flight finish. */
-export async function startApi(deps: Deps, opts: { port: number; host?: string }): Promise<RunningApi> {
+export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningApi> {
   const app = createApp(deps);
   return new Promise((resolve) => {
-    const server = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host ?? '0.0.0.0' }, (info) => {
-      resolve({
-        server,
-        port: info.port,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            // Idle keep-alive sockets would hold close() open.
-            (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
-          }),
-      });
-    });
+    const server = serve(
+      {
+        fetch: app.fetch,
+        port: opts.port,
+        hostname: opts.host ?? '0.0.0.0',
+        serverOptions: {
+          headersTimeout: opts.headersTimeoutMs ?? 10_000,
+          requestTimeout: opts.requestTimeoutMs ?? 30_000,
+        },
+      },
+      (info) => {
+        answerClientErrors(server as Server, deps.supportUrl ?? `http://localhost:${info.port}/docs#errors`);
+        resolve({
+          server,
+          port: info.port,
+          close: () =>
+            new Promise<void>((done) => {
+              server.close(() => done());
+              // Idle keep-alive sockets would hold close() open.
+              (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+            }),
+        });
+      },
+    );
   });
 }

@@ -16,15 +16,39 @@ export type WorkerOptions = {
   queues: Queues;
   prefix: string;
   logger: Logger;
-  /** Jobs held at once, and so the largest batch. Default 64. */
+  /**
+   * Jobs held at once, and so the largest batch.
+   * @defaultValue 64
+   */
   concurrency?: number;
-  /** Longest wait to fill a batch, in ms. Default 2. */
+  /**
+   * Longest wait to fill a batch, in ms.
+   * @defaultValue 2
+   */
   batchWaitMs?: number;
-  /** Relay sweep interval and grace period, in ms. Defaults 5000 and 10000. */
+  /**
+   * Pause between relay sweeps, in ms.
+   * @defaultValue 5000
+   */
   relayIntervalMs?: number;
+  /**
+   * An accepted action younger than this is left to the API's own enqueue, in ms.
+   * @defaultValue 10000
+   */
   relayGraceMs?: number;
-  /** Start the relay timer. Default true. */
+  /**
+   * Start the relay timer.
+   * @defaultValue true
+   */
   relay?: boolean;
+  /**
+   * Job lock, in ms. A live worker renews it every half of this; the jobs of a worker that died (`kill -9`)
+   * are found by another worker's stalled-job check, which runs every half of this too, so they are
+   * applied again within about 1.5 times this. BullMQ's own default (30 s lock, 30 s checks) left them for
+   * up to a minute.
+   * @defaultValue 10000
+   */
+  lockMs?: number;
 };
 
 export type StampcardWorker = {
@@ -47,6 +71,8 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency,
+    lockDuration: opts.lockMs ?? 10_000,
+    stalledInterval: Math.ceil((opts.lockMs ?? 10_000) / 2),
   });
   worker.on('failed', (job, err) =>
     opts.logger.error({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'),

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 
-const intFromEnv = (fallback: number, min = 0) => z.coerce.number().int().min(min).default(fallback);
+const intFromEnv = (fallback: number, min = 0) =>
+  z.coerce.number().int().min(min).max(2_147_483_647).default(fallback);
 
 /** Every setting the apps read from the environment, with its default. */
 export const envSchema = z.object({
@@ -27,6 +28,23 @@ export const envSchema = z.object({
   RELAY_INTERVAL_MS: intFromEnv(5000, 50),
   /** An accepted action younger than this is left to the API's own enqueue. Default 10000. */
   RELAY_GRACE_MS: intFromEnv(10_000),
+  /**
+   * Longest a statement may run or wait for a lock before PostgreSQL cancels it (the API answers 503), in ms.
+   * @defaultValue 3000
+   */
+  DB_STATEMENT_TIMEOUT_MS: intFromEnv(3000, 100),
+  /**
+   * Longest the API works on a request before answering 503 UNAVAILABLE, in ms; `?wait=true` requests get
+   * their wait on top. Writes not yet made when it passes are not made.
+   * @defaultValue 5000
+   */
+  REQUEST_TIMEOUT_MS: intFromEnv(5000, 100),
+  /**
+   * A worker's job lock, in ms: the jobs of a worker that died are taken over by another within about
+   * 1.5 times this (the lock runs out, then the next stalled-job check finds them).
+   * @defaultValue 10000
+   */
+  WORKER_LOCK_MS: intFromEnv(10_000, 1000),
   /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
   SUPPORT_URL: z.url().optional(),
 });

@@ -2,7 +2,61 @@ import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
-/** Structured JSON logs, one object per line (pino). */
-export function createLogger(opts: { level: string; name: string }): Logger {
-  return pino({ level: opts.level, name: opts.name, base: { service: opts.name } });
+const STACK_FRAMES = 12;
+
+/**
+ * What a log line keeps of an error: its class, code, the constraint, table and column a database error
+ * names, the stack frames, and the same of its causes. Never its message or its fields: a database
+ * driver's message and parameters carry emails, names and metadata (`Failed query: … params: …`), and a
+ * domain error's message may name the email it did not find.
+ */
+export function safeError(err: unknown, depth = 0): Record<string, unknown> {
+  if (err === null || typeof err !== 'object') return { type: typeof err };
+  const e = err as Record<string, unknown>;
+  const out: Record<string, unknown> = {
+    type: (e.constructor as { name?: string } | undefined)?.name ?? 'Object',
+  };
+  if (typeof e.name === 'string' && e.name !== out.type) out.name = e.name;
+  for (const [from, to] of [
+    ['code', 'code'],
+    ['errno', 'errno'],
+    ['constraint_name', 'constraint'],
+    ['constraint', 'constraint'],
+    ['table_name', 'table'],
+    ['column_name', 'column'],
+    ['routine', 'routine'],
+  ] as const) {
+    const v = e[from];
+    if ((typeof v === 'string' && v.length <= 128) || typeof v === 'number') out[to] ??= v;
+  }
+  if (typeof e.stack === 'string') {
+    const frames = e.stack
+      .split('\n')
+      .filter((line) => line.startsWith('    at '))
+      .slice(0, STACK_FRAMES);
+    if (frames.length > 0) out.stack = frames.map((f) => f.trim()).join('\n');
+  }
+  if (e.cause !== undefined && e.cause !== err && depth < 4) out.cause = safeError(e.cause, depth + 1);
+  return out;
+}
+
+/**
+ * Structured JSON logs, one object per line (pino). Errors go under `err` (or `error`) and pass through
+ * `safeError`, so no log line carries what a user sent.
+ * @param opts.destination where lines go; default standard output.
+ */
+export function createLogger(opts: {
+  level: string;
+  name: string;
+  destination?: pino.DestinationStream;
+}): Logger {
+  return pino(
+    {
+      level: opts.level,
+      name: opts.name,
+      base: { service: opts.name },
+      serializers: { err: (e) => safeError(e), error: (e) => safeError(e) },
+    },
+    opts.destination,
+  );
 }

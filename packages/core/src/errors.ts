@@ -5,6 +5,7 @@
 export const ERROR_CATALOG = {
   VALIDATION_ERROR: { name: 'ValidationError', status: 400 },
   INVALID_STATE: { name: 'InvalidState', status: 400 },
+  AUTHENTICATION_REQUIRED: { name: 'AuthenticationRequired', status: 401 },
   USAGE_LIMIT: { name: 'UsageLimit', status: 402 },
   NOT_AUTHORIZED: { name: 'NotAuthorized', status: 403 },
   NOT_FOUND: { name: 'NotFound', status: 404 },
@@ -31,13 +32,58 @@ export class DomainError extends Error {
   }
 }
 
-export const validationError = (issues: ValidationIssue[], message?: string) =>
-  new DomainError(
+/** A 400 lists at most this many problems; `errorCount` says how many there were in all. */
+export const MAX_LISTED_ISSUES = 25;
+/** An echoed value or parameter name is cut to this many characters. */
+export const MAX_EXCERPT_CHARS = 64;
+
+/** At most `max` characters (whole code points), with `…` when cut. */
+export function clip(s: string, max = MAX_EXCERPT_CHARS): string {
+  if (s.length <= max) return s;
+  return `${Array.from(s.slice(0, max + 1))
+    .slice(0, max)
+    .join('')}…`;
+}
+
+/**
+ * A short, safe echo of a bad value: numbers, booleans and null as they are, strings cut to
+ * `MAX_EXCERPT_CHARS`, objects and arrays named by their size only (a body may be deep or huge).
+ */
+export function excerpt(value: unknown): unknown {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'string') return clip(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return value;
+  if (Array.isArray(value)) return `[array of ${value.length}]`;
+  if (typeof value === 'object') return `{object with ${Object.keys(value).length} keys}`;
+  return clip(String(value));
+}
+
+/**
+ * The one 400 for bad input. Values are echoed as excerpts, and a long list of problems is cut to
+ * `MAX_LISTED_ISSUES` (the message and `errorCount` say how many there were).
+ */
+export function validationError(issues: ValidationIssue[], message?: string): DomainError {
+  const listed = issues.slice(0, MAX_LISTED_ISSUES).map((i) => ({
+    location: i.location,
+    param: clip(i.param, 200),
+    value: excerpt(i.value),
+    msg: i.msg,
+  }));
+  const more = issues.length - listed.length;
+  const summary = listed
+    .slice(0, 5)
+    .map((i) => (i.param ? `${i.param}: ${i.msg}` : i.msg))
+    .join('; ');
+  const rest = issues.length - Math.min(listed.length, 5);
+  return new DomainError(
     'VALIDATION_ERROR',
-    message ?? issues.map((i) => (i.param ? `${i.param}: ${i.msg}` : i.msg)).join('; '),
-    { errors: issues },
+    message ?? (rest > 0 ? `${summary}; and ${rest} more problem${rest === 1 ? '' : 's'}` : summary),
+    more > 0 ? { errors: listed, errorCount: issues.length } : { errors: listed },
   );
+}
 
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} does not exist`);
 export const notAuthorized = (message: string) => new DomainError('NOT_AUTHORIZED', message);
 export const invalidState = (message: string) => new DomainError('INVALID_STATE', message);
+export const unavailable = (message: string, cause?: unknown) =>
+  new DomainError('UNAVAILABLE', message, {}, { cause });

@@ -10,14 +10,46 @@ export type Tx = Database | Parameters<Parameters<Database['transaction']>[0]>[0
 export type DbHandle = { db: Database; sql: postgres.Sql; close: () => Promise<void> };
 
 export type CreateDbOptions = {
-  /** Pool size. Default 10. */
+  /**
+   * Pool size.
+   * @defaultValue 10
+   */
   max?: number;
+  /**
+   * Longest a statement may run, or wait for a lock, before PostgreSQL cancels it (SQLSTATE 57014 or
+   * 55P03, which the API answers with 503).
+   * @defaultValue 3000
+   */
+  statementTimeoutMs?: number;
+  /**
+   * Longest to wait for a new connection to open, in seconds.
+   * @defaultValue 5
+   */
+  connectTimeoutSeconds?: number;
+  /**
+   * A session left idle inside a transaction this long is ended by PostgreSQL, releasing its row locks (a
+   * process frozen or cut off mid-transaction cannot hold hot rows for longer).
+   * @defaultValue 10000
+   */
+  idleInTransactionTimeoutMs?: number;
 };
 
+/**
+ * A pool whose every wait is bounded on the server side: statements, lock waits and idle transactions.
+ * The driver has no pool-acquire timeout; callers bound that wait with a deadline of their own (the API's
+ * request deadline).
+ */
 export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
+  const statementTimeout = opts.statementTimeoutMs ?? 3000;
   const sql = postgres(url, {
     max: opts.max ?? 10,
+    connect_timeout: opts.connectTimeoutSeconds ?? 5,
     onnotice: () => {},
+    connection: {
+      statement_timeout: statementTimeout,
+      lock_timeout: statementTimeout,
+      idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 10_000,
+    },
   });
   const db = drizzle(sql, { schema });
   return { db, sql, close: () => sql.end({ timeout: 5 }) };

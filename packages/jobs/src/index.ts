@@ -111,7 +111,8 @@ export async function connectQueues(
     return { redis, queues: createQueues(redis, prefix, (err) => onError(err, name)) };
   };
   const [producer, consumer] = await Promise.all([
-    side('producer', { maxRetriesPerRequest: 1, enableOfflineQueue: false }),
+    // A Redis that stops answering must not hold a request: its commands give up after 2 s.
+    side('producer', { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000 }),
     side('consumer', {}),
   ]);
   return {

@@ -2,6 +2,7 @@ import { createRoute, type RouteConfig } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import type { AppEnv } from '../env';
+import { parseFormBody, parseJsonBody } from './parse-body';
 
 const WRAPPERS = new Set(['optional', 'nullable', 'default', 'prefault', 'readonly', 'catch']);
 
@@ -14,35 +15,9 @@ function unwrap(s: ZodType): ZodType {
   return cur;
 }
 
-/** Nested keys as forms write them: `metadata[points]=5` → `{ metadata: { points: "5" } }`, `a[]=1&a[]=2` → arrays. */
-export function parseFormBody(text: string): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [rawKey, value] of new URLSearchParams(text)) {
-    const keys = rawKey.match(/^[^[\]]+|\[[^[\]]*\]/g)?.map((k) => k.replace(/^\[|\]$/g, '')) ?? [rawKey];
-    let node: Record<string, unknown> = out;
-    keys.forEach((key, i) => {
-      const last = i === keys.length - 1;
-      const nextIsArray = keys[i + 1] === '';
-      if (key === '') return;
-      if (last) {
-        node[key] = value;
-      } else if (nextIsArray) {
-        const arr = Array.isArray(node[key]) ? (node[key] as unknown[]) : [];
-        arr.push(value);
-        node[key] = arr;
-      } else {
-        if (typeof node[key] !== 'object' || node[key] === null || Array.isArray(node[key])) node[key] = {};
-        node = node[key] as Record<string, unknown>;
-      }
-    });
-  }
-  return out;
-}
-
 /** Form values are strings: turn them into the booleans and numbers the schema's fields expect. */
 export function coerceFormValues(schema: ZodType, value: unknown): unknown {
-  const s = unwrap(schema);
-  const def = defOf(s);
+  const def = defOf(unwrap(schema));
   if (def.type === 'boolean' && (value === 'true' || value === 'false')) return value === 'true';
   if (
     def.type === 'number' &&
@@ -52,47 +27,55 @@ export function coerceFormValues(schema: ZodType, value: unknown): unknown {
   ) {
     return Number(value);
   }
-  if (def.type === 'object' && def.shape && value && typeof value === 'object' && !Array.isArray(value)) {
-    const obj = value as Record<string, unknown>;
-    return Object.fromEntries(
-      Object.entries(obj).map(([k, v]) => [k, def.shape![k] ? coerceFormValues(def.shape![k], v) : v]),
-    );
+  const shape = def.shape;
+  if (def.type === 'object' && shape && value && typeof value === 'object' && !Array.isArray(value)) {
+    const out: Record<string, unknown> = Object.create(null);
+    for (const [k, v] of Object.entries(value)) {
+      // Only the schema's own fields are coerced: a key such as `toString` must not reach a prototype.
+      out[k] = Object.hasOwn(shape, k) ? coerceFormValues(shape[k]!, v) : v;
+    }
+    return out;
   }
   return value;
 }
 
+const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
+
 /**
- * POST bodies may be JSON or form-encoded ("standard parameters are also accepted"). A form body is turned
- * into the JSON the route validates, its values coerced to the schema's types; an empty body with no
- * content type counts as `{}`. Runs before the route's validators.
+ * Every body is checked while it is parsed, before its route's schema sees it (see `parseJsonBody`):
+ * depth, prototype keys, strings PostgreSQL refuses. POST bodies may also be form-encoded ("standard
+ * parameters are also accepted"): a form body becomes the JSON the route validates, its values coerced to
+ * the schema's types. An empty body with no content type counts as `{}`.
  */
-export function acceptFormOrJson(schema: ZodType): MiddlewareHandler<AppEnv> {
+export function guardBody(schema: ZodType): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const type = c.req.header('content-type') ?? '';
-    if (/^application\/x-www-form-urlencoded/i.test(type)) {
-      const json = JSON.stringify(coerceFormValues(schema, parseFormBody(await c.req.raw.clone().text())));
-      c.req.raw = new Request(c.req.raw.url, {
-        method: c.req.method,
-        headers: jsonHeaders(c.req.raw.headers),
-        body: json,
-      });
-    } else if (!type) {
-      const text = await c.req.raw.clone().text();
-      c.req.raw = new Request(c.req.raw.url, {
-        method: c.req.method,
-        headers: jsonHeaders(c.req.raw.headers),
-        body: text.trim() === '' ? '{}' : text,
-      });
+    const type = mediaType(c.req.header('content-type'));
+    if (type === 'application/x-www-form-urlencoded') {
+      const form = parseFormBody(await c.req.text());
+      replaceBody(c.req, JSON.stringify(coerceFormValues(schema, form)));
+    } else if (type === '') {
+      const text = await c.req.text();
+      const json = text.trim() === '' ? '{}' : text;
+      parseJsonBody(json);
+      replaceBody(c.req, json);
+    } else if (/^application\/([\w.-]+\+)?json$/.test(type)) {
+      // The text stays cached on the request, so the route's validator parses what was checked here.
+      parseJsonBody(await c.req.text());
     }
     await next();
   };
 }
 
-function jsonHeaders(h: Headers): Headers {
-  const headers = new Headers(h);
+// Hono caches a body read as a promise under its kind (`text`), whatever its declared type says.
+type HonoRequestLike = { raw: Request; bodyCache: object };
+
+/** The request, from here on, carries `json` as an application/json body. */
+function replaceBody(req: HonoRequestLike, json: string) {
+  const headers = new Headers(req.raw.headers);
   headers.set('content-type', 'application/json');
   headers.delete('content-length');
-  return headers;
+  req.raw = new Request(req.raw.url, { method: req.raw.method, headers, body: json });
+  req.bodyCache = { text: Promise.resolve(json) };
 }
 
 type JsonBodyRoute = Omit<RouteConfig, 'middleware'> & {
@@ -100,10 +83,10 @@ type JsonBodyRoute = Omit<RouteConfig, 'middleware'> & {
 };
 
 /**
- * `createRoute` for an endpoint with a body: the JSON body schema it declares also validates the same body
- * sent form-encoded. Every route with a body is defined with it, so none can leave forms out.
+ * `createRoute` for an endpoint with a body: the body is guarded (`guardBody`), and the JSON body schema it
+ * declares also validates the same body sent form-encoded. Every route with a body is defined with it.
  */
 export function createBodyRoute<const R extends JsonBodyRoute>(config: R) {
   const schema = config.request.body.content['application/json'].schema;
-  return createRoute({ ...config, middleware: [acceptFormOrJson(schema)] });
+  return createRoute({ ...config, middleware: [guardBody(schema)] });
 }

@@ -1,5 +1,12 @@
 import { z } from '@hono/zod-openapi';
 
+/** Bounds of a PostgreSQL `integer` column: every integer input is held to what its column stores. */
+export const PG_INT_MIN = -2_147_483_648;
+export const PG_INT_MAX = 2_147_483_647;
+
+/** An integer in `[min, max]`, `max` at most what an `integer` column holds. */
+export const int = (min: number, max: number = PG_INT_MAX) => z.number().int().min(min).max(max);
+
 /** Shared input pieces, with the limits of contract section 1. */
 export const emailSchema = z.email({ message: 'must be an email address' }).max(254);
 export const nameSchema = z.string().max(255);

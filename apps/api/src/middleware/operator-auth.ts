@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { notAuthorized } from '@stampcard/core';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
+import { errorResponse } from '../errors';
 import { bearerToken } from './auth';
 
 function same(a: string, b: string): boolean {
@@ -25,9 +26,13 @@ export function operatorAuth(opts: { basic?: boolean } = {}): MiddlewareHandler<
     }
     if (given && same(given, token)) return next();
     if (opts.basic) {
-      return c.text('Operator token required', 401, {
-        'WWW-Authenticate': 'Basic realm="Stampcard operators"',
-      });
+      return errorResponse(
+        c,
+        'AUTHENTICATION_REQUIRED',
+        'Operator token required: sign in with any user name and the token as password, or send Authorization: Bearer <OPERATOR_TOKEN>',
+        {},
+        { 'WWW-Authenticate': 'Basic realm="Stampcard operators"' },
+      );
     }
     throw notAuthorized('Operator token missing or wrong: send Authorization: Bearer <OPERATOR_TOKEN>');
   };

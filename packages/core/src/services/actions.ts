@@ -8,7 +8,7 @@ import {
 } from '@stampcard/db';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { monthKey } from '../clock';
-import type { Ctx } from '../context';
+import { assertLive, type Ctx, unitOfWork } from '../context';
 import { DomainError, invalidState, notFound } from '../errors';
 import { newId } from '../ids';
 import { monthlyCountersAt } from '../rules/months';
@@ -79,6 +79,7 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
   try {
     if (found.participant) {
       // The common case is a single statement: no transaction round trips.
+      assertLive(ctx);
       const [action] = await ctx.db
         .insert(loyaltyActions)
         .values(newAction(found.participant.id))
@@ -91,8 +92,8 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
         `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
       );
     }
-    return await ctx.db.transaction(async (db) => {
-      const tx: Ctx = { ...ctx, db };
+    return await unitOfWork(ctx, async (tx) => {
+      const { db } = tx;
       const { participant, created } = await ensureParticipant(
         tx,
         campaign,
@@ -156,7 +157,7 @@ export async function waitForAction(ctx: Ctx, campaignId: string, actionId: stri
   let delay = 10;
   for (;;) {
     const state = await getAction(ctx, campaignId, actionId);
-    if (state.status !== 'QUEUED' || Date.now() >= deadline) return state;
+    if (state.status !== 'QUEUED' || Date.now() >= deadline || ctx.signal?.aborted) return state;
     await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
     delay = Math.min(delay * 2, 100);
   }

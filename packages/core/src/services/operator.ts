@@ -10,7 +10,7 @@ import {
   users,
 } from '@stampcard/db';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
-import type { Ctx } from '../context';
+import { assertLive, type Ctx, unitOfWork } from '../context';
 import { invalidState, notFound, validationError } from '../errors';
 import { newApiKey, newCampaignId, newId } from '../ids';
 import type { CampaignRow, RewardRow } from '../serialize';
@@ -25,6 +25,7 @@ export type AccountInput = {
 };
 
 export async function createAccount(ctx: Ctx, input: AccountInput) {
+  assertLive(ctx);
   const [row] = await ctx.db
     .insert(accounts)
     .values({
@@ -79,6 +80,7 @@ export async function createUser(ctx: Ctx, accountId: string, input: UserInput) 
       );
     }
   }
+  assertLive(ctx);
   const [row] = await ctx.db
     .insert(users)
     .values({
@@ -116,6 +118,7 @@ export async function createApiKey(ctx: Ctx, userId: string) {
   const [user] = await ctx.db.select({ id: users.id }).from(users).where(eq(users.id, userId)).limit(1);
   if (!user) throw notFound(`User ${userId}`);
   const { key, hash, prefix } = newApiKey();
+  assertLive(ctx);
   const [row] = await ctx.db
     .insert(apiKeys)
     .values({ id: newId('apiKey'), userId, keyHash: hash, keyPrefix: prefix, createdAt: ctx.clock.now() })
@@ -124,6 +127,7 @@ export async function createApiKey(ctx: Ctx, userId: string) {
 }
 
 export async function revokeApiKey(ctx: Ctx, keyId: string) {
+  assertLive(ctx);
   const [row] = await ctx.db
     .update(apiKeys)
     .set({ revokedAt: ctx.clock.now() })
@@ -153,7 +157,8 @@ export async function createCampaign(ctx: Ctx, accountId: string, input: Campaig
   await requireAccount(ctx, accountId);
   const now = ctx.clock.now();
   // One transaction: a failed pointsConversion check must not leave the campaign behind.
-  return ctx.db.transaction(async (db) => {
+  return unitOfWork(ctx, async (tx) => {
+    const { db } = tx;
     const [row] = await db
       .insert(campaigns)
       .values({
@@ -170,12 +175,7 @@ export async function createCampaign(ctx: Ctx, accountId: string, input: Campaig
       })
       .returning();
     if (input.pointsConversion)
-      await assertRewardInCampaign(
-        { ...ctx, db },
-        row!.id,
-        input.pointsConversion.rewardId,
-        'pointsConversion.rewardId',
-      );
+      await assertRewardInCampaign(tx, row!.id, input.pointsConversion.rewardId, 'pointsConversion.rewardId');
     return serializeCampaignForOperator(row!, []);
   });
 }
@@ -207,8 +207,8 @@ export async function getCampaignForOperator(ctx: Ctx, campaignId: string) {
 
 /** Changes settings or status. Leaving DELETED is refused; entering COMPLETE records CAMPAIGN_ENDED. */
 export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partial<CampaignInput>) {
-  return ctx.db.transaction(async (db) => {
-    const tx = { ...ctx, db };
+  return unitOfWork(ctx, async (tx) => {
+    const { db } = tx;
     const before = await requireCampaign(tx, campaignId, true);
     if (before.status === 'DELETED' && input.status && input.status !== 'DELETED') {
       throw invalidState('A deleted campaign cannot change status');
@@ -262,6 +262,7 @@ export async function createReward(ctx: Ctx, campaignId: string, input: RewardIn
   const campaign = await requireCampaign(ctx, campaignId);
   if (campaign.status === 'DELETED') throw invalidState('The campaign is deleted');
   checkRewardShape(input);
+  assertLive(ctx);
   const [row] = await ctx.db
     .insert(rewards)
     .values({ ...input, id: newId('reward'), campaignId, createdAt: ctx.clock.now() })
@@ -270,7 +271,7 @@ export async function createReward(ctx: Ctx, campaignId: string, input: RewardIn
 }
 
 export async function updateReward(ctx: Ctx, campaignId: string, rewardId: string, input: RewardInput) {
-  return ctx.db.transaction(async (db) => {
+  return unitOfWork(ctx, async ({ db }) => {
     const [current] = await db
       .select()
       .from(rewards)

@@ -1,18 +1,15 @@
 import { z } from '@hono/zod-openapi';
 import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
-import { emailSchema, metadataSchema } from '../../lib/schemas';
+import { emailSchema, int, metadataSchema, PG_INT_MIN } from '../../lib/schemas';
 
-const positive = z.number().int().min(1);
+const positive = int(1);
 
 export const rateLimitsSchema = z.strictObject({
   second: positive.optional().openapi({ description: 'Requests per 5-second window (default 30)' }),
   minute: positive.optional().openapi({ description: 'Requests per minute (default 200)' }),
   hour: positive.optional().openapi({ description: 'Requests per hour (default 10000)' }),
   concurrency: positive.optional().openapi({ description: 'Requests in flight per client IP (default 3)' }),
-  slowdownAfter: z
-    .number()
-    .int()
-    .min(0)
+  slowdownAfter: int(0)
     .optional()
     .openapi({ description: 'Writes per minute before the slowdown (default 60; 0: off)' }),
 });
@@ -20,13 +17,7 @@ export const rateLimitsSchema = z.strictObject({
 export const AccountBody = z.strictObject({
   name: z.string().min(1).max(255),
   plan: z.enum(PLANS),
-  participantQuota: z
-    .number()
-    .int()
-    .min(0)
-    .nullable()
-    .optional()
-    .openapi({ description: 'null or absent: no quota' }),
+  participantQuota: int(0).nullable().optional().openapi({ description: 'null or absent: no quota' }),
   rateLimits: rateLimitsSchema.nullable().optional(),
 });
 
@@ -41,12 +32,12 @@ export const antiFraudSchema = z.strictObject({
   level: z.enum(['OFF', 'STANDARD', 'STRICT']).optional(),
   blacklist: z.array(listEntry).max(10_000).optional(),
   whitelist: z.array(listEntry).max(10_000).optional(),
-  ipThrottle: z.number().int().min(0).optional(),
+  ipThrottle: int(0).optional(),
 });
 
 export const pointsConversionSchema = z.strictObject({
   metadataKey: z.string().min(1).max(255),
-  threshold: z.number().positive(),
+  threshold: z.number().positive().max(Number.MAX_SAFE_INTEGER),
   rewardId: z.string().min(1).max(64),
 });
 
@@ -104,23 +95,15 @@ const rewardFields = {
     .nullable()
     .optional(),
   isUnlimited: z.boolean().optional(),
-  limit: z
-    .number()
-    .int()
-    .min(1)
+  limit: int(1)
     .optional()
     .openapi({ description: 'Earnings per participant (default 1); ignored when isUnlimited' }),
-  conversionsRequired: z
-    .number()
-    .int()
-    .min(1)
-    .optional()
-    .openapi({ description: 'Loyalty actions per earning (default 1)' }),
+  conversionsRequired: int(1).optional().openapi({ description: 'Loyalty actions per earning (default 1)' }),
   limitDuration: z.enum(['IN_TOTAL', 'PER_MONTH']).optional(),
-  numberOfWinners: z.number().int().min(1).nullable().optional(),
+  numberOfWinners: int(1).nullable().optional(),
   couponCode: text(255),
   imageUrl: url,
-  order: z.number().int().nullable().optional(),
+  order: int(PG_INT_MIN).nullable().optional(),
   metadata: metadataSchema.nullable().optional(),
 };
 export const RewardBody = z.strictObject(rewardFields);

@@ -1,4 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
+import { unavailable } from '@stampcard/core';
 import type { App } from '../../../env';
 import { errorResponses, okResponse } from '../../../lib/schemas';
 
@@ -17,7 +18,11 @@ export const registerListQueues = (app: App) =>
   app.openapi(route, async (c) => {
     const queues = await Promise.all(
       c.get('deps').queues.all.map(async (q) => {
-        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed');
+        const counts = await q
+          .getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed')
+          .catch((err: unknown) => {
+            throw unavailable('Redis does not answer: queue counts are unavailable, retry later', err);
+          });
         return { name: q.name, ...counts };
       }),
     );

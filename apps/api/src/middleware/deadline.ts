@@ -1,0 +1,32 @@
+import { unavailable } from '@stampcard/core';
+import type { MiddlewareHandler } from 'hono';
+import type { AppEnv } from '../env';
+
+/**
+ * Every request has a time budget (`Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`). When it
+ * runs out, typically because PostgreSQL stopped answering on open connections, the caller gets 503
+ * UNAVAILABLE at once, and the request's context signal is aborted: the domain layer checks it before each
+ * write (`assertLive`, `unitOfWork`), so a statement that was only waiting does not land afterwards.
+ */
+export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const deps = c.get('deps');
+  const budget =
+    (deps.requestTimeoutMs ?? 5000) + (c.req.query('wait') === 'true' ? (deps.maxWaitMs ?? 10_000) : 0);
+  const controller = new AbortController();
+  c.set('ctx', { ...c.get('ctx'), signal: controller.signal });
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<'expired'>((resolve) => {
+    timer = setTimeout(() => resolve('expired'), budget);
+  });
+  const work = next().then(() => 'done' as const);
+  const outcome = await Promise.race([work, expired]);
+  clearTimeout(timer);
+  if (outcome === 'expired') {
+    controller.abort();
+    // The abandoned work ends on its own (with an error once its statement returns); nobody awaits it.
+    work.catch(() => {});
+    throw unavailable(
+      `No answer from a backing store within ${budget} ms: nothing was accepted, retry later`,
+    );
+  }
+};

@@ -44,6 +44,11 @@ export type AppEnv = {
     requestId: string;
     principal: Principal;
     accountId?: string;
+    /**
+     * Set by a route once its durable write committed: the answer to give if the request deadline passes
+     * after that point (the write happened, so "nothing was accepted" would be wrong).
+     */
+    lateReply?: () => Response;
   };
 };
 

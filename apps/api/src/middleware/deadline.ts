@@ -6,7 +6,8 @@ import type { AppEnv } from '../env';
  * Every request has a time budget (`Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`). When it
  * runs out, typically because PostgreSQL stopped answering on open connections, the caller gets 503
  * UNAVAILABLE at once, and the request's context signal is aborted: the domain layer checks it before each
- * write (`assertLive`, `unitOfWork`), so a statement that was only waiting does not land afterwards.
+ * write (`assertLive`, `unitOfWork`), so a statement that was only waiting does not land afterwards. A
+ * route that already committed its write sets `lateReply`, and that answer is given instead.
  */
 export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   const deps = c.get('deps');
@@ -21,12 +22,11 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   const work = next().then(() => 'done' as const);
   const outcome = await Promise.race([work, expired]);
   clearTimeout(timer);
-  if (outcome === 'expired') {
-    controller.abort();
-    // The abandoned work ends on its own (with an error once its statement returns); nobody awaits it.
-    work.catch(() => {});
-    throw unavailable(
-      `No answer from a backing store within ${budget} ms: nothing was accepted, retry later`,
-    );
-  }
+  if (outcome === 'done') return undefined;
+  controller.abort();
+  // The abandoned work ends on its own (with an error once its statement returns); nobody awaits it.
+  work.catch(() => {});
+  const late = c.get('lateReply');
+  if (late) return late();
+  throw unavailable(`No answer from a backing store within ${budget} ms: nothing was accepted, retry later`);
 };

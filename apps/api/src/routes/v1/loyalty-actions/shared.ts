@@ -32,14 +32,26 @@ export async function triggerAction(
     requestHash: requestHash(principal.apiKeyId, c.req.method, c.req.path, body),
     request: { method: c.req.method, path: c.req.path },
   });
+  const message = participantCreated
+    ? 'Participant added and loyalty action accepted'
+    : 'Loyalty action accepted';
+  const accepted = {
+    id: action.id,
+    status: action.status,
+    participantId: action.participantId,
+    rewardId: action.rewardId,
+    createdAt: action.createdAt.getTime(),
+  };
+  // From here the action is recorded: if the deadline passes now (Redis or the wait stalls), the caller is
+  // told it was accepted, not that nothing was.
+  c.set('lateReply', () =>
+    c.json({ success: true, message: `${message}; not applied yet`, action: accepted }, 200),
+  );
   try {
     await enqueueActions(deps.queues, [action.id]);
   } catch (err) {
     deps.logger.warn({ err, actionId: action.id }, 'enqueue failed; the relay will queue the action');
   }
-  const message = participantCreated
-    ? 'Participant added and loyalty action accepted'
-    : 'Loyalty action accepted';
   if (wait) {
     const state = await waitForAction(ctx, campaign.id, action.id, deps.maxWaitMs ?? 10_000);
     return c.json(
@@ -51,18 +63,5 @@ export async function triggerAction(
       200,
     );
   }
-  return c.json(
-    {
-      success: true,
-      message,
-      action: {
-        id: action.id,
-        status: action.status,
-        participantId: action.participantId,
-        rewardId: action.rewardId,
-        createdAt: action.createdAt.getTime(),
-      },
-    },
-    200,
-  );
+  return c.json({ success: true, message, action: accepted }, 200);
 }

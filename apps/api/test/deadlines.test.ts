@@ -1,0 +1,171 @@
+import { createApp } from '@stampcard/api';
+import { createLogger } from '@stampcard/config';
+import { campaigns, createDb, type DbHandle } from '@stampcard/db';
+import { eq, sql } from 'drizzle-orm';
+import type { MiddlewareHandler } from 'hono';
+import { afterEach, describe, expect, it } from 'vitest';
+import { client, expectErrorShape, inProcess } from '../../../test/support/client';
+import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
+import { fingerprint } from '../../../test/support/refused';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
+import type { AppEnv } from '../src/env';
+
+/**
+ * Every wait is bounded. A slow statement is cancelled by PostgreSQL; a database that stops answering on
+ * open connections (a frozen proxy in front of the real server) gives a fast 503, and the writes the
+ * abandoned request had not made yet are never made.
+ */
+const stack = useTestStack({ worker: false });
+const logger = createLogger({ level: 'silent', name: 'deadlines-test' });
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const f of cleanups.splice(0).reverse()) await f();
+});
+
+async function databaseName(): Promise<string> {
+  const [row] = await stack.ctx.db.execute<{ db: string }>(sql`select current_database() as db`);
+  return row!.db;
+}
+
+/** A direct pool to this file's database with a short statement timeout. */
+async function poolWithStatementTimeout(ms: number): Promise<DbHandle> {
+  const db = createDb(`postgres://postgres@127.0.0.1:5432/${await databaseName()}`, {
+    statementTimeoutMs: ms,
+  });
+  cleanups.push(() => db.close());
+  return db;
+}
+
+/** A pool to this file's database through a proxy that can be frozen. */
+async function frozenablePool(max: number): Promise<{ proxy: FreezableProxy; db: DbHandle }> {
+  const proxy = await freezableProxy(5432);
+  const db = createDb(`postgres://postgres@127.0.0.1:${proxy.port}/${await databaseName()}`, { max });
+  cleanups.push(async () => {
+    proxy.thaw();
+    await db.close();
+    await proxy.close();
+  });
+  return { proxy, db };
+}
+
+/** A limiter that records how each request's handler ended, even one whose caller was already answered. */
+function settledRecorder() {
+  const settled: string[] = [];
+  const limiter: MiddlewareHandler<AppEnv> = async (_c, next) => {
+    await next();
+    settled.push('handled');
+  };
+  return { settled, limiter };
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe('statement and lock timeouts', () => {
+  it('a statement slower than the statement timeout is cancelled by PostgreSQL: 503 UNAVAILABLE', async () => {
+    const db = await poolWithStatementTimeout(150);
+    const app = createApp({
+      ...stack.deps,
+      db: db.db,
+      logger,
+      limiters: [
+        async (c, next) => {
+          await c.get('ctx').db.execute(sql`select pg_sleep(2)`);
+          await next();
+        },
+      ],
+    });
+    const w = await makeWorld(stack.ctx);
+    const r = await client(inProcess(app), w.key).get('/v1/campaigns');
+    expectErrorShape(r, 503, 'UNAVAILABLE');
+  });
+
+  it('a write that waits on a locked row gives up at the lock timeout, and changes nothing', async () => {
+    const w = await makeWorld(stack.ctx);
+    const db = await poolWithStatementTimeout(200);
+    const app = createApp({ ...stack.deps, db: db.db, logger });
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => {
+      locked = r;
+    });
+    // Another session holds the campaign row for longer than the lock timeout.
+    const holder = stack.ctx.db.transaction(async (tx) => {
+      await tx.select().from(campaigns).where(eq(campaigns.id, w.campaign.id)).for('update');
+      locked();
+      await held;
+    });
+    await isLocked;
+    const before = await fingerprint(stack.ctx.db);
+    const r = await client(inProcess(app), OPERATOR_TOKEN).patch(`/admin/v1/campaigns/${w.campaign.id}`, {
+      name: 'Renamed',
+    });
+    release();
+    await holder;
+    expectErrorShape(r, 503, 'UNAVAILABLE');
+    expect(await fingerprint(stack.ctx.db)).toEqual(before);
+  });
+});
+
+describe('a database that stops answering on open connections', () => {
+  it('answers 503 at the request deadline, and the abandoned request writes nothing once it answers again', async () => {
+    // One connection, already open: every statement of the three requests waits on it, none opens another.
+    const { proxy, db } = await frozenablePool(1);
+    const { settled, limiter } = settledRecorder();
+    const app = createApp({
+      ...stack.deps,
+      db: db.db,
+      logger,
+      requestTimeoutMs: 300,
+      maxWaitMs: 200,
+      limiters: [limiter],
+    });
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(app), w.key);
+    // Connections are open and warm.
+    expect((await api.get('/v1/campaigns')).status).toBe(200);
+    settled.length = 0;
+    const before = await fingerprint(stack.ctx.db);
+
+    proxy.freeze();
+    const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+    const replies = await Promise.all([
+      api.post(path, { participantEmail: uniqueEmail(), rewardId: w.reward.id }),
+      api.post(`${path}?wait=true`, { participantEmail: uniqueEmail(), rewardId: w.reward.id }),
+      api.get(`/v1/campaign/${w.campaign.id}`),
+    ]);
+    for (const r of replies) {
+      const body = expectErrorShape(r, 503, 'UNAVAILABLE');
+      expect(body.message).toMatch(/within \d+ ms/);
+    }
+
+    // The database answers again: the abandoned handlers run on, and stop before writing.
+    proxy.thaw();
+    await until(() => settled.length === 3);
+    expect(await fingerprint(stack.ctx.db)).toEqual(before);
+    // And the same pool serves again.
+    expect((await api.get('/v1/campaigns')).status).toBe(200);
+  });
+
+  it('with every pooled connection stuck, further requests still get a fast 503 (the deadline bounds the pool wait)', async () => {
+    const { proxy, db } = await frozenablePool(1);
+    const app = createApp({ ...stack.deps, db: db.db, logger, requestTimeoutMs: 300 });
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(app), w.key);
+    expect((await api.get('/v1/campaigns')).status).toBe(200);
+    proxy.freeze();
+    const replies = await Promise.all(Array.from({ length: 5 }, () => api.get('/v1/campaigns')));
+    for (const r of replies) expectErrorShape(r, 503, 'UNAVAILABLE');
+  });
+});

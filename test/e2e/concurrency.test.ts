@@ -1,4 +1,4 @@
-import { participantRewards, participants } from '@stampcard/db';
+import { loyaltyActions, participantRewards, participants } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
@@ -65,23 +65,38 @@ describe('concurrency over HTTP', () => {
     expect(c.body).toMatchObject({ participantCount: 1, loyaltyActionCount: 25, winnerCount: 1 });
   });
 
-  it('identical concurrent requests: one is accepted, the rest are 409 while it is queued, nothing double-counts', async () => {
+  it('identical concurrent requests: exactly one is accepted, the other 9 are 409 while it is queued', async () => {
+    // The worker is paused so the first stays QUEUED for the whole race: the outcome is exact, not "at least one".
+    await stack.stopWorker();
     const w = await makeWorld(stack.ctx, { reward: { isUnlimited: true } });
     const api = client(overHttp(stack.baseUrl!), w.key);
     const email = uniqueEmail('same');
+    const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
     const body = { participantEmail: email, rewardId: w.reward.id };
-    const replies = await Promise.all(
-      Array.from({ length: 10 }, () => api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, body)),
-    );
-    const accepted = replies.filter((r) => r.status === 200).length;
+    const replies = await Promise.all(Array.from({ length: 10 }, () => api.post(path, body)));
+    const accepted = replies.filter((r) => r.status === 200);
     const conflicts = replies.filter((r) => r.status === 409);
-    expect(accepted).toBeGreaterThanOrEqual(1);
-    expect(accepted + conflicts.length).toBe(10);
-    for (const r of conflicts) expect(r.body.code).toBe('DUPLICATE_REQUEST');
+    expect(accepted).toHaveLength(1);
+    expect(conflicts).toHaveLength(9);
+    for (const r of conflicts) {
+      expect(r.body).toMatchObject({
+        code: 'DUPLICATE_REQUEST',
+        request: { method: 'POST', path, startedAt: accepted[0]!.body.action.createdAt },
+      });
+    }
+    const rows = await stack.ctx.db
+      .select()
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.campaignId, w.campaign.id));
+    expect(rows).toHaveLength(1);
+
+    // Once it is applied, the same request is a new action again.
+    stack.startWorker();
     const p = await eventually(
       () => api.get(`/v1/campaign/${w.campaign.id}/participant/${encodeURIComponent(email)}`),
-      (r) => r.body.loyaltyActionCount === accepted,
+      (r) => r.body.loyaltyActionCount === 1,
     );
-    expect(p.body.loyaltyActionCount).toBe(accepted);
+    expect(p.body.loyaltyActionCount).toBe(1);
+    expect((await api.post(path, body)).status).toBe(200);
   });
 });

@@ -1,6 +1,7 @@
 import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
-import { campaigns, createDb, type DbHandle } from '@stampcard/db';
+import { campaigns, createDb, type DbHandle, loyaltyActions } from '@stampcard/db';
+import { createQueues, createRedis, redisReady } from '@stampcard/jobs';
 import { eq, sql } from 'drizzle-orm';
 import type { MiddlewareHandler } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -167,5 +168,39 @@ describe('a database that stops answering on open connections', () => {
     proxy.freeze();
     const replies = await Promise.all(Array.from({ length: 5 }, () => api.get('/v1/campaigns')));
     for (const r of replies) expectErrorShape(r, 503, 'UNAVAILABLE');
+  });
+});
+
+describe('a Redis that stops answering after the action was recorded', () => {
+  it('the caller is told the action was accepted (it was), not that nothing was', async () => {
+    const proxy = await freezableProxy(6379);
+    const redis = createRedis(`redis://127.0.0.1:${proxy.port}`, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      commandTimeout: 2000,
+    });
+    redis.on('error', () => {});
+    await redisReady(redis);
+    const queues = createQueues(redis, stack.prefix, () => {});
+    cleanups.push(async () => {
+      proxy.thaw();
+      await queues.close().catch(() => {});
+      redis.disconnect();
+      await proxy.close();
+    });
+    const app = createApp({ ...stack.deps, redis, queues, logger, requestTimeoutMs: 300 });
+    const w = await makeWorld(stack.ctx);
+    proxy.freeze();
+    const r = await client(inProcess(app), w.key).post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+      participantEmail: uniqueEmail(),
+      rewardId: w.reward.id,
+    });
+    expect(r.status).toBe(200);
+    expect(r.body.message).toMatch(/accepted; not applied yet/);
+    const [row] = await stack.ctx.db
+      .select()
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.id, r.body.action.id));
+    expect(row?.status).toBe('QUEUED');
   });
 });

@@ -43,11 +43,14 @@ export function createApp(deps: Deps) {
     '*',
     bodyLimit({
       maxSize: MAX_BODY_BYTES,
-      onError: () => {
-        throw validationError(
+      onError: (c) => {
+        const { message, details } = validationError(
           [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
           'Request body is larger than 1 MiB',
         );
+        // The rest of the body is not read, so this connection cannot carry another request: say so, or a
+        // keep-alive client would send its next request on a socket about to close.
+        return errorResponse(c, 'VALIDATION_ERROR', message, details, { Connection: 'close' });
       },
     }),
   );

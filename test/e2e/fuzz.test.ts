@@ -284,5 +284,5 @@ describe('fuzzing every write endpoint', () => {
     expect(
       (await operator.post('/admin/v1/accounts', { name: 'Still serving', plan: 'GROWTH' })).status,
     ).toBe(200);
-  });
+  }, 30_000 + RUNS * 9 * 50);
 });

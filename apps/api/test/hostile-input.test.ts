@@ -98,6 +98,15 @@ describe('prototype keys', () => {
     );
   });
 
+  it('prototype keys in the query string are ignored like any unknown query parameter', async () => {
+    const w = await world();
+    const r = await api(w.key).post(`${w.path}?__proto__[x]=1&constructor[prototype][y]=2&prototype=3`, {
+      participantEmail: uniqueEmail(),
+      rewardId: w.reward.id,
+    });
+    expect(r.status).toBe(200);
+  });
+
   it('ordinary keys that name Object methods are plain data', async () => {
     const w = await world();
     const email = uniqueEmail();

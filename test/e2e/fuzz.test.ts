@@ -160,129 +160,135 @@ const email = fc.oneof(
 const small = fc.oneof(fc.integer({ min: -2, max: 5 }), hostileNumber);
 
 describe('fuzzing every write endpoint', () => {
-  it('never a 5xx, always the documented body, nothing written by a refusal, and still serving', async () => {
-    const w = await makeWorld(stack.ctx);
-    const api = client(overHttp(stack.baseUrl!), w.key);
-    const operator = client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
-    const seeded = await api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
-      participantEmail: uniqueEmail(),
-      rewardId: w.reward.id,
-    });
-    const participantId = seeded.body.action.participantId as string;
-    const c = w.campaign.id;
-    const endpoints: [string, string, 'api' | 'operator', fc.Arbitrary<unknown>][] = [
-      [
-        'POST',
-        `/v1/campaign/${c}/loyalty-action`,
-        'api',
-        bodyFor({
-          participantEmail: email,
-          rewardId: fc.constant(w.reward.id),
-          firstName: hostileString,
-          metadata: hostileValue,
-          addParticipantIfNoneExists: fc.boolean(),
-          ipAddress: hostileString,
-        }),
-      ],
-      [
-        'POST',
-        `/v1/campaign/${c}/participant/${participantId}/loyalty-action`,
-        'api',
-        bodyFor({ rewardId: fc.constant(w.reward.id), metadata: hostileValue }),
-      ],
-      [
-        'POST',
-        '/admin/v1/accounts',
-        'operator',
-        bodyFor({
-          name: hostileString,
-          plan: fc.constantFrom('FREE', 'GROWTH', 'NOPE'),
-          participantQuota: small,
-          rateLimits: hostileValue,
-        }),
-      ],
-      [
-        'POST',
-        `/admin/v1/accounts/${w.account.id}/users`,
-        'operator',
-        bodyFor({ email, role: fc.constantFrom('ADMIN', 'MEMBER', 'ROOT'), campaignIds: hostileValue }),
-      ],
-      ['POST', `/admin/v1/users/${w.user.id}/api-keys`, 'operator', bodyFor({})],
-      [
-        'POST',
-        `/admin/v1/accounts/${w.account.id}/campaigns`,
-        'operator',
-        bodyFor({
-          name: hostileString,
-          currencyISO: hostileString,
-          status: fc.constantFrom('DRAFT', 'IN_PROGRESS', 'X'),
-          antiFraud: hostileValue,
-        }),
-      ],
-      [
-        'PATCH',
-        `/admin/v1/campaigns/${c}`,
-        'operator',
-        bodyFor({ name: hostileString, requireRewardApproval: hostileValue }),
-      ],
-      [
-        'POST',
-        `/admin/v1/campaigns/${c}/rewards`,
-        'operator',
-        bodyFor({
-          title: hostileString,
-          limit: small,
-          conversionsRequired: small,
-          order: hostileNumber,
-          submissionFormFields: hostileValue,
-          metadata: hostileValue,
-        }),
-      ],
-      [
-        'PATCH',
-        `/admin/v1/campaigns/${c}/rewards/${w.reward.id}`,
-        'operator',
-        bodyFor({
-          title: hostileString,
-          limit: small,
-          limitDuration: fc.constantFrom('IN_TOTAL', 'PER_MONTH', 'YEARLY'),
-          numberOfWinners: small,
-        }),
-      ],
-    ];
+  it(
+    'never a 5xx, always the documented body, nothing written by a refusal, and still serving',
+    async () => {
+      const w = await makeWorld(stack.ctx);
+      const api = client(overHttp(stack.baseUrl!), w.key);
+      const operator = client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
+      const seeded = await api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+        participantEmail: uniqueEmail(),
+        rewardId: w.reward.id,
+      });
+      const participantId = seeded.body.action.participantId as string;
+      const c = w.campaign.id;
+      const endpoints: [string, string, 'api' | 'operator', fc.Arbitrary<unknown>][] = [
+        [
+          'POST',
+          `/v1/campaign/${c}/loyalty-action`,
+          'api',
+          bodyFor({
+            participantEmail: email,
+            rewardId: fc.constant(w.reward.id),
+            firstName: hostileString,
+            metadata: hostileValue,
+            addParticipantIfNoneExists: fc.boolean(),
+            ipAddress: hostileString,
+          }),
+        ],
+        [
+          'POST',
+          `/v1/campaign/${c}/participant/${participantId}/loyalty-action`,
+          'api',
+          bodyFor({ rewardId: fc.constant(w.reward.id), metadata: hostileValue }),
+        ],
+        [
+          'POST',
+          '/admin/v1/accounts',
+          'operator',
+          bodyFor({
+            name: hostileString,
+            plan: fc.constantFrom('FREE', 'GROWTH', 'NOPE'),
+            participantQuota: small,
+            rateLimits: hostileValue,
+          }),
+        ],
+        [
+          'POST',
+          `/admin/v1/accounts/${w.account.id}/users`,
+          'operator',
+          bodyFor({ email, role: fc.constantFrom('ADMIN', 'MEMBER', 'ROOT'), campaignIds: hostileValue }),
+        ],
+        ['POST', `/admin/v1/users/${w.user.id}/api-keys`, 'operator', bodyFor({})],
+        [
+          'POST',
+          `/admin/v1/accounts/${w.account.id}/campaigns`,
+          'operator',
+          bodyFor({
+            name: hostileString,
+            currencyISO: hostileString,
+            status: fc.constantFrom('DRAFT', 'IN_PROGRESS', 'X'),
+            antiFraud: hostileValue,
+          }),
+        ],
+        [
+          'PATCH',
+          `/admin/v1/campaigns/${c}`,
+          'operator',
+          bodyFor({ name: hostileString, requireRewardApproval: hostileValue }),
+        ],
+        [
+          'POST',
+          `/admin/v1/campaigns/${c}/rewards`,
+          'operator',
+          bodyFor({
+            title: hostileString,
+            limit: small,
+            conversionsRequired: small,
+            order: hostileNumber,
+            submissionFormFields: hostileValue,
+            metadata: hostileValue,
+          }),
+        ],
+        [
+          'PATCH',
+          `/admin/v1/campaigns/${c}/rewards/${w.reward.id}`,
+          'operator',
+          bodyFor({
+            title: hostileString,
+            limit: small,
+            limitDuration: fc.constantFrom('IN_TOTAL', 'PER_MONTH', 'YEARLY'),
+            numberOfWinners: small,
+          }),
+        ],
+      ];
 
-    const statuses = new Map<number, number>();
-    for (const [method, path, who, body] of endpoints) {
-      const send = who === 'api' ? api : operator;
-      await fc.assert(
-        fc.asyncProperty(encodings(body), async ({ text, type }) => {
-          const headers: Record<string, string> = type ? { 'content-type': type } : {};
-          const before = await fingerprint(stack.ctx.db);
-          const reply: Reply =
-            method === 'POST' ? await send.post(path, text, headers) : await send.patch(path, text, headers);
-          statuses.set(reply.status, (statuses.get(reply.status) ?? 0) + 1);
-          expect(reply.status, `${method} ${path} ${text.slice(0, 200)}`).toBeLessThan(500);
-          if (reply.status !== 200) {
-            expectErrorShape(reply, reply.status, reply.body?.code);
-            expect(JSON.stringify(reply.body).length).toBeLessThan(16_384);
-            expect(await fingerprint(stack.ctx.db)).toEqual(before);
-          }
-        }),
-        { numRuns: RUNS, seed: SEED, endOnFailure: true },
-      );
-    }
-    // Both outcomes were exercised: the generator is not only producing refusals.
-    expect(statuses.get(400) ?? 0).toBeGreaterThan(0);
-    expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
+      const statuses = new Map<number, number>();
+      for (const [method, path, who, body] of endpoints) {
+        const send = who === 'api' ? api : operator;
+        await fc.assert(
+          fc.asyncProperty(encodings(body), async ({ text, type }) => {
+            const headers: Record<string, string> = type ? { 'content-type': type } : {};
+            const before = await fingerprint(stack.ctx.db);
+            const reply: Reply =
+              method === 'POST'
+                ? await send.post(path, text, headers)
+                : await send.patch(path, text, headers);
+            statuses.set(reply.status, (statuses.get(reply.status) ?? 0) + 1);
+            expect(reply.status, `${method} ${path} ${text.slice(0, 200)}`).toBeLessThan(500);
+            if (reply.status !== 200) {
+              expectErrorShape(reply, reply.status, reply.body?.code);
+              expect(JSON.stringify(reply.body).length).toBeLessThan(16_384);
+              expect(await fingerprint(stack.ctx.db)).toEqual(before);
+            }
+          }),
+          { numRuns: RUNS, seed: SEED, endOnFailure: true },
+        );
+      }
+      // Both outcomes were exercised: the generator is not only producing refusals.
+      expect(statuses.get(400) ?? 0).toBeGreaterThan(0);
+      expect(statuses.get(200) ?? 0).toBeGreaterThan(0);
 
-    expect(Object.keys(Object.prototype)).toEqual([]);
-    const after = await api.post(`/v1/campaign/${c}/loyalty-action`, {
-      participantEmail: uniqueEmail(),
-      rewardId: w.reward.id,
-    });
-    expect(after.status).toBe(200);
-    expect(
-      (await operator.post('/admin/v1/accounts', { name: 'Still serving', plan: 'GROWTH' })).status,
-    ).toBe(200);
-  }, 30_000 + RUNS * 9 * 50);
+      expect(Object.keys(Object.prototype)).toEqual([]);
+      const after = await api.post(`/v1/campaign/${c}/loyalty-action`, {
+        participantEmail: uniqueEmail(),
+        rewardId: w.reward.id,
+      });
+      expect(after.status).toBe(200);
+      expect(
+        (await operator.post('/admin/v1/accounts', { name: 'Still serving', plan: 'GROWTH' })).status,
+      ).toBe(200);
+    },
+    30_000 + RUNS * 9 * 50,
+  );
 });

@@ -1,78 +1,127 @@
-import { type RunningApi, startApi } from '@stampcard/api';
+import { type App, createApp, type Deps, type RunningApi, startApi } from '@stampcard/api';
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
-import { createDb } from '@stampcard/db';
-import { connectQueues } from '@stampcard/jobs';
+import { createDb, type DbHandle } from '@stampcard/db';
+import { connectQueues, type QueueConnections } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
 export type StackOptions = {
   config: Config;
   logger: Logger;
+  /** @defaultValue the system clock */
   clock?: Clock;
-  /** Run the API (default true) and the worker with its relay (default true). */
-  api?: boolean;
+  /**
+   * The API: `'serve'` listens on `PORT`/`HOST`; `'in-process'` only builds the app (tests call
+   * `app.request`); `false`: no API.
+   * @defaultValue 'serve'
+   */
+  api?: 'serve' | 'in-process' | false;
+  /**
+   * Start the worker now (`startWorker()` can start it later).
+   * @defaultValue true
+   */
   worker?: boolean;
+  /**
+   * Run the relay's timer beside the worker (tests call `worker.relay.runOnce()` instead).
+   * @defaultValue true
+   */
+  relay?: boolean;
+  /**
+   * API dependencies to replace, for settings that are no environment variable (a test's shorter `maxWaitMs`).
+   * @defaultValue none
+   */
+  apiOverrides?: Partial<Deps>;
 };
 
 export type Stack = {
+  config: Config;
+  /** What the API was built from, and the app itself; null without an API. */
+  deps: Deps | null;
+  app: App | null;
+  /** The HTTP server when the API is served. */
   api: RunningApi | null;
-  worker: StampcardWorker | null;
-  /** Graceful stop: no new requests, in-flight jobs finished, pools closed. */
+  /** The running worker, if any. */
+  readonly worker: StampcardWorker | null;
+  /** Starts the worker if it is not running (and its database pool with it). */
+  startWorker(): StampcardWorker;
+  /** Finishes the jobs in hand and stops the worker; `startWorker()` starts a new one. */
+  stopWorker(): Promise<void>;
+  queues: QueueConnections;
+  /** Graceful stop: no new requests, in-flight jobs finished, pools and connections closed. */
   close(): Promise<void>;
 };
 
-/** API and worker in one process, as `npm start` runs them. Production may run each on its own. */
+/**
+ * The composition root: everything `npm start`, `start.ts api|worker` and the tests run is built here from a
+ * `Config`, so they cannot drift apart. API and worker get separate pools, as separate processes would have:
+ * a deep queue must not starve the API of connections.
+ */
 export async function startStack(opts: StackOptions): Promise<Stack> {
   const { config, logger } = opts;
   const clock = opts.clock ?? systemClock;
-  // Separate pools, as separate processes would have: a deep queue must not starve the API of connections.
-  const timeouts = { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS };
-  const apiDb = opts.api === false ? null : createDb(config.DATABASE_URL, { max: 10, ...timeouts });
-  const workerDb = opts.worker === false ? null : createDb(config.DATABASE_URL, { max: 6, ...timeouts });
-  const connections = await connectQueues(config.REDIS_URL, config.QUEUE_PREFIX, (err, side) =>
+  const apiMode = opts.api ?? 'serve';
+  const pool = (max: number) =>
+    createDb(config.DATABASE_URL, { max, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const queues = await connectQueues(config.REDIS_URL, config.QUEUE_PREFIX, (err, side) =>
     logger.warn({ err, side }, 'redis connection error'),
   );
-  const { producer, consumer } = connections;
 
+  const apiDb = apiMode === false ? null : pool(10);
+  const deps: Deps | null = apiDb && {
+    db: apiDb.db,
+    redis: queues.producer.redis,
+    queues: queues.producer.queues,
+    clock,
+    logger,
+    operatorToken: config.OPERATOR_TOKEN,
+    supportUrl: config.SUPPORT_URL,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    ...opts.apiOverrides,
+  };
+  const app = deps && createApp(deps);
   const api =
-    opts.api === false
-      ? null
-      : await startApi(
-          {
-            db: apiDb!.db,
-            redis: producer.redis,
-            queues: producer.queues,
-            clock,
-            logger,
-            operatorToken: config.OPERATOR_TOKEN,
-            supportUrl: config.SUPPORT_URL,
-            requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
-          },
-          { port: config.PORT, host: config.HOST },
-        );
-  const worker =
-    opts.worker === false
-      ? null
-      : startWorker({
-          ctx: { db: workerDb!.db, clock },
-          connection: consumer.redis,
-          queues: consumer.queues,
-          prefix: config.QUEUE_PREFIX,
-          logger,
-          concurrency: config.WORKER_CONCURRENCY,
-          batchWaitMs: config.WORKER_BATCH_WAIT_MS,
-          relayIntervalMs: config.RELAY_INTERVAL_MS,
-          relayGraceMs: config.RELAY_GRACE_MS,
-          lockMs: config.WORKER_LOCK_MS,
-        });
+    deps && apiMode === 'serve' ? await startApi(deps, { port: config.PORT, host: config.HOST }) : null;
+
+  let workerDb: DbHandle | null = null;
+  let worker: StampcardWorker | null = null;
+  const launch = () => {
+    workerDb ??= pool(6);
+    worker ??= startWorker({
+      ctx: { db: workerDb.db, clock },
+      connection: queues.consumer.redis,
+      queues: queues.consumer.queues,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+      concurrency: config.WORKER_CONCURRENCY,
+      batchWaitMs: config.WORKER_BATCH_WAIT_MS,
+      relayIntervalMs: config.RELAY_INTERVAL_MS,
+      relayGraceMs: config.RELAY_GRACE_MS,
+      lockMs: config.WORKER_LOCK_MS,
+      relay: opts.relay ?? true,
+    });
+    return worker;
+  };
+  if (opts.worker ?? true) launch();
+  const stopWorker = async () => {
+    await worker?.close();
+    worker = null;
+  };
 
   return {
+    config,
+    deps,
+    app,
     api,
-    worker,
+    get worker() {
+      return worker;
+    },
+    startWorker: launch,
+    stopWorker,
+    queues,
     close: async () => {
       await api?.close();
-      await worker?.close();
-      await connections.close();
+      await stopWorker();
+      await queues.close();
       await Promise.all([apiDb?.close(), workerDb?.close()]);
     },
   };

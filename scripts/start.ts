@@ -37,7 +37,12 @@ async function main() {
     await runMigrations(config.DATABASE_URL);
     logger.info('migrations applied');
   }
-  const stack = await startStack({ config, logger, api: role !== 'worker', worker: role !== 'api' });
+  const stack = await startStack({
+    config,
+    logger,
+    api: role === 'worker' ? false : 'serve',
+    worker: role !== 'api',
+  });
   if (stack.api)
     logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');

@@ -1,103 +1,99 @@
 import { randomBytes } from 'node:crypto';
-import { createApp, type Deps, startApi } from '@stampcard/api';
-import { createLogger } from '@stampcard/config';
+import type { App, Deps } from '@stampcard/api';
+import { createLogger, loadConfig } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
-import { connectQueues } from '@stampcard/jobs';
-import { type StampcardWorker, startWorker } from '@stampcard/worker';
+import type { StampcardWorker } from '@stampcard/worker';
 import type { Redis } from 'ioredis';
+import { startStack } from '../../scripts/stack';
 import type { TestDb } from './db';
 
 export const OPERATOR_TOKEN = 'op_test_token_0123456789abcdef';
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export type TestStack = {
+  /** The test's own handle on its database, for factories and for checking rows. */
   ctx: Ctx;
   deps: Deps;
   prefix: string;
-  app: ReturnType<typeof createApp>;
+  app: App;
   /** Set when started with `http: true`: the API served on a free local port. */
   baseUrl: string | null;
   worker: StampcardWorker | null;
   /** A worker that is not running yet can be started later (e.g. after requests were accepted). */
   startWorker(): StampcardWorker;
   stopWorker(): Promise<void>;
-  /** A second connection with the worker's settings, for inspecting the queue. */
+  /** The worker's connection, for inspecting the queue. */
   redis: Redis;
   close(): Promise<void>;
 };
 
 export type TestStackOptions = {
+  /** @defaultValue the system clock */
   clock?: Clock;
+  /** @defaultValue true */
   worker?: boolean;
+  /** Serve over HTTP too. @defaultValue false */
   http?: boolean;
+  /** @defaultValue 10000 */
   maxWaitMs?: number;
+  /** @defaultValue 5000 */
   requestTimeoutMs?: number;
+  /** @defaultValue 0: the relay (run by hand in tests) treats every QUEUED action as due */
   relayGraceMs?: number;
+  /** @defaultValue 10000 */
   lockMs?: number;
 };
 
-/** The whole service on a test's own database and a queue prefix of its own. */
+/**
+ * The whole service on a test's own database and a queue prefix of its own, built by the same composition
+ * root as `npm start` (`scripts/stack.ts`) from a `Config`: only the settings differ.
+ */
 export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): Promise<TestStack> {
   const clock = opts.clock ?? systemClock;
   const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
   const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
-  const connections = await connectQueues(REDIS_URL, prefix, (err, side) =>
-    logger.warn({ err, side }, 'redis connection error'),
-  );
-  const { producer, consumer } = connections;
-  const ctx: Ctx = { db: db.db, clock };
-  const deps: Deps = {
-    db: db.db,
-    redis: producer.redis,
-    queues: producer.queues,
-    clock,
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    QUEUE_PREFIX: prefix,
+    OPERATOR_TOKEN,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    WORKER_CONCURRENCY: '16',
+    WORKER_BATCH_WAIT_MS: '2',
+    RELAY_GRACE_MS: String(opts.relayGraceMs ?? 0),
+    WORKER_LOCK_MS: opts.lockMs?.toString(),
+    REQUEST_TIMEOUT_MS: opts.requestTimeoutMs?.toString(),
+  });
+  const stack = await startStack({
+    config,
     logger,
-    operatorToken: OPERATOR_TOKEN,
-    maxWaitMs: opts.maxWaitMs,
-    requestTimeoutMs: opts.requestTimeoutMs,
-  };
-  const app = createApp(deps);
-  const server = opts.http ? await startApi(deps, { port: 0, host: '127.0.0.1' }) : null;
-
-  let worker: StampcardWorker | null = null;
-  const launch = () => {
-    worker ??= startWorker({
-      ctx,
-      connection: consumer.redis,
-      queues: consumer.queues,
-      prefix,
-      logger,
-      concurrency: 16,
-      batchWaitMs: 2,
-      relay: false,
-      relayGraceMs: opts.relayGraceMs ?? 0,
-      lockMs: opts.lockMs,
-    });
-    return worker;
-  };
-  if (opts.worker !== false) launch();
-
+    clock,
+    api: opts.http ? 'serve' : 'in-process',
+    worker: opts.worker !== false,
+    relay: false,
+    apiOverrides: opts.maxWaitMs === undefined ? {} : { maxWaitMs: opts.maxWaitMs },
+  });
+  const redis = stack.queues.consumer.redis;
   return {
-    ctx,
-    deps,
+    ctx: { db: db.db, clock },
+    deps: stack.deps!,
     prefix,
-    app,
-    baseUrl: server ? `http://127.0.0.1:${server.port}` : null,
+    app: stack.app!,
+    baseUrl: stack.api ? `http://127.0.0.1:${stack.api.port}` : null,
     get worker() {
-      return worker;
+      return stack.worker;
     },
-    startWorker: launch,
-    stopWorker: async () => {
-      await worker?.close();
-      worker = null;
-    },
-    redis: consumer.redis,
+    startWorker: stack.startWorker,
+    stopWorker: stack.stopWorker,
+    redis,
     close: async () => {
-      await server?.close();
-      await worker?.close();
-      const keys = await consumer.redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await consumer.redis.del(...keys);
-      await connections.close();
+      await stack.api?.close();
+      await stack.stopWorker();
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await stack.close();
     },
   };
 }

@@ -7,7 +7,7 @@ import type { Deps } from './env';
 import { buildErrorBody } from './errors';
 
 export { createApp } from './app';
-export type { AppEnv, Deps } from './env';
+export type { App, AppEnv, Deps } from './env';
 
 export type RunningApi = { server: ServerType; port: number; close(): Promise<void> };
 

@@ -2,12 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
 import { enqueueActions, jobs } from '@stampcard/jobs';
-import { and, eq } from 'drizzle-orm';
+import { Queue, Worker } from 'bullmq';
+import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
+import { applyLoyaltyActionProcessor } from '../src/processors/apply-loyalty-action';
 
 describe('ActionBatcher', () => {
   /** A fake `apply` that records its calls; ids containing "bad" make the whole call throw. */
@@ -191,6 +193,43 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
       const job = await finished(id, 'failed');
       expect(job.attemptsMade).toBe(1);
       expect(job.failedReason).toMatch(/^Invalid payload/);
+    }
+  });
+});
+
+describe('a job that fails', () => {
+  const stack = useTestStack({ worker: false });
+
+  it('keeps no query parameters in Redis: the failed reason is the error class and code', async () => {
+    const email = uniqueEmail('private');
+    const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
+    // A real PostgreSQL error whose query carries an email, as an apply that fails on a participant would.
+    const batcher = new ActionBatcher({
+      apply: async () => {
+        await stack.ctx.db.execute(sql`select ${email}::int`);
+        return [];
+      },
+      maxSize: 1,
+      maxWaitMs: 1,
+    });
+    const queue = new Queue(jobs.applyLoyaltyAction.queue, { connection: stack.redis, prefix });
+    const worker = new Worker(jobs.applyLoyaltyAction.queue, applyLoyaltyActionProcessor(batcher), {
+      connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
+      prefix,
+    });
+    try {
+      await queue.add(jobs.applyLoyaltyAction.name, { actionId: 'act_private' }, { attempts: 1 });
+      const failed = await eventually(
+        () => queue.getFailed(),
+        (jobsFailed) => jobsFailed.length === 1,
+      );
+      const job = failed[0]!;
+      expect(job.failedReason).toMatch(/^apply failed: .*22P02/);
+      expect(JSON.stringify([job.failedReason, job.stacktrace])).not.toContain(email);
+    } finally {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
     }
   });
 });

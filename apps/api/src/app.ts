@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { validationError } from '@stampcard/core';
+import { clip, validationError } from '@stampcard/core';
 import { sql } from 'drizzle-orm';
 import { bodyLimit } from 'hono/body-limit';
 import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
@@ -82,7 +82,7 @@ export function createApp(deps: Deps) {
   app.use('/admin/v1/*', operatorAuth());
   registerAdmin(app);
 
-  app.notFound((c) => errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${c.req.path}`));
+  app.notFound((c) => errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${clip(c.req.path, 200)}`));
   app.onError(handleError);
   return app;
 }

@@ -336,6 +336,9 @@ describe('routes outside the API resources', () => {
     expectErrorShape(await api(w.key).delete(`/v1/campaign/${w.campaign.id}`), 404, 'NOT_FOUND');
     expectErrorShape(await api().get('/no-such-thing'), 404, 'NOT_FOUND');
     expectErrorShape(await api().get('/v2/campaigns'), 404, 'NOT_FOUND');
+    // A long path is echoed as an excerpt.
+    const long = expectErrorShape(await api().get(`/${'x'.repeat(5000)}`), 404, 'NOT_FOUND');
+    expect(long.message.length).toBeLessThan(300);
   });
 
   it('GET /health answers 200 without a key', async () => {

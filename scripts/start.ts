@@ -37,12 +37,24 @@ async function main() {
     await runMigrations(config.DATABASE_URL);
     logger.info('migrations applied');
   }
-  const stack = await startStack({
-    config,
-    logger,
-    api: role === 'worker' ? false : 'serve',
-    worker: role !== 'api',
-  });
+  let stack: Awaited<ReturnType<typeof startStack>>;
+  try {
+    stack = await startStack({
+      config,
+      logger,
+      api: role === 'worker' ? false : 'serve',
+      worker: role !== 'api',
+    });
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+    console.error(
+      code === 'EADDRINUSE'
+        ? `Port ${config.PORT} on ${config.HOST} is already in use: stop what uses it, or pick another port, e.g. PORT=${config.PORT + 1} npm start`
+        : `Port ${config.PORT} on ${config.HOST} cannot be opened by this user: pick a port above 1023, e.g. PORT=3000 npm start`,
+    );
+    process.exit(1);
+  }
   if (stack.api)
     logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');

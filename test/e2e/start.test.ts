@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -11,8 +12,8 @@ const TOKEN = `op_${randomBytes(16).toString('hex')}`;
 
 type Run = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
 
-function start(env: Record<string, string>): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+function start(env: Record<string, string>, script = 'scripts/start.ts'): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -76,5 +77,34 @@ describe('npm start', () => {
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('"msg":"stopped"');
+  });
+});
+
+describe('first-run errors are one clear message', () => {
+  it('a port already in use is named, with how to pick another, and exit 1', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    onTestFinished(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+    const port = (taken.address() as AddressInfo).port;
+    const run = start({ DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', OPERATOR_TOKEN: TOKEN });
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toContain(`Port ${port} on 127.0.0.1 is already in use`);
+    expect(run.output()).toContain(`PORT=${port + 1} npm start`);
+    expect(run.output()).not.toMatch(/^\s+at /m);
+  });
+
+  it('npm run db:migrate in production needs only DATABASE_URL', async () => {
+    const env = { NODE_ENV: 'production', DATABASE_URL: db.url, OPERATOR_TOKEN: '' };
+    const ok = start(env, 'packages/db/src/migrate-cli.ts');
+    expect(await ok.exited).toBe(0);
+    expect(ok.output()).toContain('Migrations applied');
+    const down = start(
+      { ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/stampcard' },
+      'packages/db/src/migrate-cli.ts',
+    );
+    expect(await down.exited).toBe(1);
+    expect(down.output().trim()).toBe(
+      'Migrations failed on 127.0.0.1:1/stampcard: ECONNREFUSED. Is PostgreSQL running, and DATABASE_URL right?',
+    );
   });
 });

@@ -59,10 +59,13 @@ function answerClientErrors(server: Server, supportUrl: string) {
   });
 }
 
-/** Serves the app over HTTP. `close()` stops accepting and lets requests in flight finish. */
+/**
+ * Serves the app over HTTP. `close()` stops accepting and lets requests in flight finish. Rejects when the
+ * port cannot be had.
+ */
 export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningApi> {
   const app = createApp(deps);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const server = serve(
       {
         fetch: app.fetch,
@@ -74,6 +77,7 @@ export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningA
         },
       },
       (info) => {
+        server.off('error', reject);
         answerClientErrors(server as Server, deps.supportUrl ?? `http://localhost:${info.port}/docs#errors`);
         resolve({
           server,
@@ -87,5 +91,7 @@ export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningA
         });
       },
     );
+    // A port already taken (EADDRINUSE) or not allowed (EACCES) rejects, for the caller to explain.
+    server.once('error', reject);
   });
 }

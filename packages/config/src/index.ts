@@ -56,23 +56,42 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+type RawEnv = Record<string, string | undefined>;
+
+/**
+ * The settings of `schema` from `env`: unset and empty variables take their defaults. Each problem is one
+ * line naming the variable, never echoing its value (it may be a secret).
+ */
+function parseEnv<T extends z.ZodType>(schema: T, env: RawEnv): z.infer<T> {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map(
+      (i) => `Invalid environment variable ${i.path.join('.')}: ${i.message}`,
+    );
+    throw new ConfigError(lines.join('\n'));
+  }
+  return parsed.data;
+}
+
 /**
  * Parses the environment once, at start. A wrong value stops the process with a message that names it.
  * In production OPERATOR_TOKEN is required; elsewhere a random one is generated (and flagged so it is printed).
  */
-export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = envSchema.safeParse(cleaned);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`Invalid environment:\n${lines.join('\n')}`);
-  }
-  const cfg = parsed.data;
+export function loadConfig(env: RawEnv = process.env): Config {
+  const cfg = parseEnv(envSchema, env);
   if (cfg.OPERATOR_TOKEN)
     return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
   if (cfg.NODE_ENV === 'production') {
-    throw new ConfigError('Invalid environment:\n  OPERATOR_TOKEN: required in production');
+    throw new ConfigError(
+      'Invalid environment variable OPERATOR_TOKEN: required in production (16 or more characters)',
+    );
   }
   return { ...cfg, OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`, operatorTokenGenerated: true };
 }
 export * from './logger';
+
+/** What a migration needs and nothing else: `npm run db:migrate` runs without the service's secrets. */
+export function loadDatabaseConfig(env: RawEnv = process.env): Pick<Env, 'DATABASE_URL'> {
+  return parseEnv(envSchema.pick({ DATABASE_URL: true }), env);
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/index';
+import { ConfigError, loadConfig, loadDatabaseConfig } from '../src/index';
 
 describe('loadConfig', () => {
   it('gives every setting its default on an empty environment, with a generated operator token', () => {
@@ -29,7 +29,9 @@ describe('loadConfig', () => {
 
   it('requires OPERATOR_TOKEN in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
-    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(/OPERATOR_TOKEN: required in production/);
+    expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(
+      /^Invalid environment variable OPERATOR_TOKEN: required in production/,
+    );
     expect(
       loadConfig({ NODE_ENV: 'production', OPERATOR_TOKEN: 'x'.repeat(16) }).operatorTokenGenerated,
     ).toBe(false);
@@ -48,7 +50,21 @@ describe('loadConfig', () => {
       expect(err).toBeInstanceOf(ConfigError);
       message = (err as Error).message;
     }
+    // One line per variable, each naming it, none echoing the value (a token may be a secret).
+    const lines = message.split('\n');
+    expect(lines).toHaveLength(4);
     for (const name of ['PORT', 'DATABASE_URL', 'OPERATOR_TOKEN', 'WORKER_CONCURRENCY'])
-      expect(message).toContain(name);
+      expect(lines.some((l) => l.startsWith(`Invalid environment variable ${name}:`))).toBe(true);
+    expect(message).not.toContain('short');
+    expect(message).not.toContain('eighty');
+  });
+
+  it('a migration needs only DATABASE_URL, also in production', () => {
+    expect(loadDatabaseConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgres://db/x' })).toEqual({
+      DATABASE_URL: 'postgres://db/x',
+    });
+    expect(() => loadDatabaseConfig({ DATABASE_URL: 'nope' })).toThrow(
+      /^Invalid environment variable DATABASE_URL:/,
+    );
   });
 });

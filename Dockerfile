@@ -1,7 +1,10 @@
 # One image for every Stampcard process; the command picks the role (see docker-compose.yml).
-FROM node:26-slim
+# Node.js 20: the line package.json declares (engines), @types/node describes and the tests run on.
+FROM node:20-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# Every workspace's package.json first, so the dependency layer is rebuilt only when they change
+# (test/packaging.test.ts checks that none is missing).
 COPY package.json package-lock.json ./
 COPY apps/api/package.json apps/api/
 COPY apps/worker/package.json apps/worker/

@@ -5,6 +5,7 @@
  * serves only this machine's platform. Without them `npm ci` refuses the lockfile as out of sync. Each added
  * entry carries the os/cpu/libc read from the package name, so npm skips it on any other platform and
  * fetches it normally where it applies. Run after `npm install`: `node scripts/complete-lockfile.mjs`.
+ * With `--check` it changes nothing and exits 1 when an entry is missing (CI runs it so).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -56,5 +57,15 @@ for (const [path, pkg] of Object.entries(lock.packages)) {
 lock.packages = Object.fromEntries(
   Object.entries(lock.packages).sort(([a], [b]) => (a === '' ? -1 : b === '' ? 1 : a.localeCompare(b))),
 );
-writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
-console.log(`package-lock.json: ${added} platform entries added`);
+if (process.argv.includes('--check')) {
+  if (added > 0) {
+    console.error(
+      `package-lock.json lacks ${added} other-platform optional packages: run node scripts/complete-lockfile.mjs`,
+    );
+    process.exit(1);
+  }
+  console.log('package-lock.json is complete for other platforms');
+} else {
+  writeFileSync(file, `${JSON.stringify(lock, null, 2)}\n`);
+  console.log(`package-lock.json: ${added} platform entries added`);
+}

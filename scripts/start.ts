@@ -1,5 +1,6 @@
 import { ConfigError, createLogger, loadConfig } from '@stampcard/config';
 import { runMigrations } from '@stampcard/db';
+import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
 import { startStack } from './stack';
 
@@ -58,6 +59,8 @@ async function main() {
   if (stack.api)
     logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');
+  const stopHeartbeat =
+    stack.worker && config.HEARTBEAT_FILE ? startHeartbeat(stack, config.HEARTBEAT_FILE) : null;
   if (config.operatorTokenGenerated && stack.api) {
     console.log(
       `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
@@ -74,6 +77,7 @@ async function main() {
       process.exit(1);
     }, 30_000);
     force.unref();
+    stopHeartbeat?.();
     await stack.close();
     logger.info('stopped');
     process.exit(0);

@@ -1,6 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { rmSync, statSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -12,8 +15,8 @@ const TOKEN = `op_${randomBytes(16).toString('hex')}`;
 
 type Run = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
 
-function start(env: Record<string, string>, script = 'scripts/start.ts'): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], {
+function start(env: Record<string, string>, args = ['scripts/start.ts']): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,6 +40,17 @@ async function waitFor(run: Run, pattern: RegExp, timeoutMs = 20_000): Promise<R
 }
 
 const db = useTestDb();
+
+/** The file's modification time, once it exists. */
+async function eventuallyStat(file: string, timeoutMs = 10_000): Promise<number> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const s = statSync(file, { throwIfNoEntry: false });
+    if (s) return s.mtimeMs;
+    if (Date.now() > end) throw new Error(`${file} never appeared`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
 
 describe('npm start', () => {
   it('names the missing service and how to start it, and exits 1', async () => {
@@ -95,16 +109,39 @@ describe('first-run errors are one clear message', () => {
 
   it('npm run db:migrate in production needs only DATABASE_URL', async () => {
     const env = { NODE_ENV: 'production', DATABASE_URL: db.url, OPERATOR_TOKEN: '' };
-    const ok = start(env, 'packages/db/src/migrate-cli.ts');
+    const ok = start(env, ['packages/db/src/migrate-cli.ts']);
     expect(await ok.exited).toBe(0);
     expect(ok.output()).toContain('Migrations applied');
-    const down = start(
-      { ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/stampcard' },
+    const down = start({ ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/stampcard' }, [
       'packages/db/src/migrate-cli.ts',
-    );
+    ]);
     expect(await down.exited).toBe(1);
     expect(down.output().trim()).toBe(
       'Migrations failed on 127.0.0.1:1/stampcard: ECONNREFUSED. Is PostgreSQL running, and DATABASE_URL right?',
     );
+  });
+
+  it('a worker process keeps its heartbeat file fresh for the container healthcheck', async () => {
+    const file = join(tmpdir(), `stampcard-heartbeat-${randomBytes(4).toString('hex')}`);
+    const prefix = `stampcard_hb_${randomBytes(4).toString('hex')}`;
+    const run = start(
+      { DATABASE_URL: db.url, QUEUE_PREFIX: prefix, HEARTBEAT_FILE: file, OPERATOR_TOKEN: TOKEN },
+      ['scripts/start.ts', 'worker'],
+    );
+    onTestFinished(async () => {
+      run.child.kill('SIGTERM');
+      await run.exited;
+      rmSync(file, { force: true });
+      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
+    await waitFor(run, /worker and relay running/);
+    const first = await eventuallyStat(file);
+    // Touched again on the next beat (every 5 s).
+    const end = Date.now() + 8000;
+    while (statSync(file).mtimeMs === first && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    expect(statSync(file).mtimeMs).toBeGreaterThan(first);
   });
 });

@@ -45,6 +45,12 @@ export const envSchema = z.object({
    * @defaultValue 10000
    */
   WORKER_LOCK_MS: intFromEnv(10_000, 1000),
+  /**
+   * A worker process touches this file every 5 s while it runs and reaches Redis: the container healthcheck
+   * reads its age.
+   * @defaultValue unset: no heartbeat file
+   */
+  HEARTBEAT_FILE: z.string().min(1).optional(),
   /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
   SUPPORT_URL: z.url().optional(),
 });

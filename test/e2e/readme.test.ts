@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { accounts } from '@stampcard/db';
+import { describe, expect, it } from 'vitest';
+import { OPERATOR_TOKEN } from '../support/stack';
+import { useTestStack } from '../support/use';
+
+const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const PLACEHOLDER = 'export OPERATOR_TOKEN=op_...';
+
+/** The shell blocks of the README's "Try it" section, as a user pastes them. */
+function walkthrough(): string {
+  const text = readFileSync(README, 'utf8');
+  const section = text.slice(text.indexOf('## Try it'), text.indexOf('## How it works'));
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  expect(blocks.length).toBeGreaterThanOrEqual(2);
+  const script = blocks.join('\n');
+  expect(script.split(PLACEHOLDER)).toHaveLength(2);
+  return script;
+}
+
+function runBash(script: string, env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn('bash', ['-c', script], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const stack = useTestStack({ http: true });
+
+describe("the README's walkthrough", () => {
+  it('runs as written against a running service, and the second action unlocks the reward', async () => {
+    const script = walkthrough().replace(PLACEHOLDER, `export OPERATOR_TOKEN=${OPERATOR_TOKEN}`);
+    const run = await runBash(script, { STAMPCARD_URL: stack.baseUrl! });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('"message":"Participant added and loyalty action accepted"');
+    expect(run.stdout).toMatch(/"status":"APPLIED".*"unlockedRewards":\[\{/s);
+    expect(run.stdout).toContain('"loyaltyActionCount":2');
+  });
+
+  it('stops at the first step that fails and shows its error body', async () => {
+    const before = await stack.ctx.db.$count(accounts);
+    const script = walkthrough().replace(PLACEHOLDER, 'export OPERATOR_TOKEN=op_not_the_right_token_000');
+    const run = await runBash(script, { STAMPCARD_URL: stack.baseUrl! });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain('"code":"NOT_AUTHORIZED"');
+    // Only the first request was made: its error is shown once, and nothing was created.
+    expect(run.stderr.match(/NOT_AUTHORIZED/g)).toHaveLength(1);
+    expect(await stack.ctx.db.$count(accounts)).toBe(before);
+  });
+});

@@ -1,0 +1,81 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * What a newcomer runs besides the code: the Dockerfile, docker-compose.yml and .env.example. No Docker
+ * engine runs here, so their promises are checked as text (CI also validates the Compose file against the
+ * Compose specification's schema with dclint, in `npm run lint`).
+ */
+const root = (path: string) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+const read = (path: string) => readFileSync(root(path), 'utf8');
+const pkg = JSON.parse(read('package.json'));
+const dockerfile = read('Dockerfile');
+const compose = read('docker-compose.yml');
+
+const workspaces = (pkg.workspaces as string[]).flatMap((glob) => {
+  const dir = glob.replace(/\/\*$/, '');
+  return readdirSync(root(dir))
+    .map((name) => `${dir}/${name}`)
+    .filter((path) => existsSync(root(`${path}/package.json`)));
+});
+
+describe('the Docker image', () => {
+  it('runs the Node.js major the project declares and types', () => {
+    const image = dockerfile.match(/^FROM node:(\d+)[-.]/m)?.[1];
+    const engines = (pkg.engines.node as string).match(/(\d+)/)?.[1];
+    const types = (pkg.devDependencies['@types/node'] as string).match(/^(\d+)\./)?.[1];
+    expect(image).toBeDefined();
+    expect(image).toBe(engines);
+    expect(image).toBe(types);
+  });
+
+  it("copies every workspace's package.json before npm ci, so none is missing from the install", () => {
+    expect(workspaces.length).toBeGreaterThan(4);
+    for (const ws of workspaces) expect(dockerfile).toContain(`COPY ${ws}/package.json ${ws}/`);
+  });
+});
+
+describe('docker-compose.yml', () => {
+  it('publishes every port on 127.0.0.1 only', () => {
+    const ports = [...compose.matchAll(/ports:\s*\[([^\]]*)\]/g)].flatMap((m) =>
+      m[1]!.split(',').map((p) => p.trim().replace(/^"|"$/g, '')),
+    );
+    expect(ports.length).toBe(3);
+    for (const p of ports) expect(p).toMatch(/^127\.0\.0\.1:/);
+  });
+
+  it('builds the image once', () => {
+    expect(compose.match(/^\s+build:/gm)).toHaveLength(1);
+  });
+
+  it('needs no variable to be set for `docker compose up -d postgres redis`', () => {
+    // `${VAR:?…}` makes Compose refuse every command, even ones that never use VAR.
+    expect(compose).not.toMatch(/\$\{[A-Z_]+:?\?/);
+  });
+
+  it('gives the API and the worker a stop grace longer than their 30 s drain, and the worker a healthcheck', () => {
+    const grace = compose.match(/stop_grace_period:\s*(\d+)s/)?.[1];
+    expect(Number(grace)).toBeGreaterThan(30);
+    const worker = compose.slice(compose.indexOf('\n  worker:'));
+    expect(worker).toMatch(/healthcheck:/);
+    expect(worker).toMatch(/HEARTBEAT_FILE: (\S+)/);
+    expect(worker).toContain(
+      worker
+        .match(/HEARTBEAT_FILE: (\S+)/)![1]!
+        .split('/')
+        .pop()!,
+    );
+  });
+
+  it('sets a memory limit for Redis, without which noeviction does nothing', () => {
+    expect(compose).toMatch(/"--maxmemory",\s*"[^"]+",\s*"--maxmemory-policy",\s*"noeviction"/);
+  });
+
+  it('every variable it reads is in .env.example', () => {
+    const example = read('.env.example');
+    const vars = new Set([...compose.matchAll(/\$\{([A-Z_]+)/g)].map((m) => m[1]!));
+    expect(vars.size).toBeGreaterThan(3);
+    for (const v of vars) expect(example).toMatch(new RegExp(`^${v}=`, 'm'));
+  });
+});

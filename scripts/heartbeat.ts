@@ -8,7 +8,7 @@ import type { Stack } from './stack';
  */
 export function startHeartbeat(stack: Stack, file: string, everyMs = 5000): () => void {
   const beat = async () => {
-    const alive = stack.worker?.worker.isRunning() && stack.queues.consumer.redis.status === 'ready';
+    const alive = stack.worker?.isRunning() && stack.queues.consumer.redis.status === 'ready';
     if (!alive) return;
     const now = new Date();
     await utimes(file, now, now).catch(() => writeFile(file, ''));

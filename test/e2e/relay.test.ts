@@ -1,5 +1,5 @@
 import { loyaltyActions } from '@stampcard/db';
-import { jobs } from '@stampcard/jobs';
+import { JOBS } from '@stampcard/jobs';
 import { type Processor, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -76,7 +76,7 @@ describe('Redis is the transport, PostgreSQL the record', () => {
 
   /** Lets a stand-in worker take the queued job once, so it ends failed or completed without being applied. */
   async function settleJobWith(actionId: string, processor: Processor, state: 'failed' | 'completed') {
-    const standIn = new Worker(jobs.applyLoyaltyAction.queue, processor, {
+    const standIn = new Worker(JOBS['loyalty-action.apply'].queue, processor, {
       connection: stack.redis,
       prefix: stack.prefix,
     });

@@ -1,13 +1,15 @@
 import type { Logger } from '@stampcard/config';
 import { applyActions, type Ctx } from '@stampcard/core';
-import { jobs, type Queues } from '@stampcard/jobs';
+import { QUEUE_NAMES, type Queues } from '@stampcard/jobs';
 import { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
-import { applyLoyaltyActionProcessor } from './processors/apply-loyalty-action';
+import { applyLoyaltyAction } from './processors/apply-loyalty-action';
+import { dispatchByName, type Processors } from './processors/index';
 import { createRelay } from './relay';
 
 export { ActionBatcher } from './batcher';
+export { dispatchByName, jobFailure, type Processor, type Processors } from './processors/index';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
@@ -52,7 +54,10 @@ export type WorkerOptions = {
 };
 
 export type StampcardWorker = {
-  worker: Worker;
+  /** One BullMQ worker per queue of the job catalog. */
+  workers: Worker[];
+  /** True while every one of them takes jobs. */
+  isRunning(): boolean;
   relay: ReturnType<typeof createRelay>;
   /** Stops taking jobs, finishes the ones in hand, stops the relay. */
   close(): Promise<void>;
@@ -67,17 +72,22 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
     onBatchError: (err, size) =>
       opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
   });
-  const worker = new Worker(jobs.applyLoyaltyAction.queue, applyLoyaltyActionProcessor(batcher), {
-    connection: opts.connection,
-    prefix: opts.prefix,
-    concurrency,
-    lockDuration: opts.lockMs ?? 10_000,
-    stalledInterval: Math.ceil((opts.lockMs ?? 10_000) / 2),
+  // The worker is built from the map: a job added to the catalog without a processor does not compile.
+  const processors: Processors = { 'loyalty-action.apply': applyLoyaltyAction(batcher) };
+  const workers = QUEUE_NAMES.map((queue) => {
+    const worker = new Worker(queue, dispatchByName(processors), {
+      connection: opts.connection,
+      prefix: opts.prefix,
+      concurrency,
+      lockDuration: opts.lockMs ?? 10_000,
+      stalledInterval: Math.ceil((opts.lockMs ?? 10_000) / 2),
+    });
+    worker.on('failed', (job, err) =>
+      opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
+    );
+    worker.on('error', (err) => opts.logger.error({ err }, 'worker error'));
+    return worker;
   });
-  worker.on('failed', (job, err) =>
-    opts.logger.error({ err, jobId: job?.id, attempts: job?.attemptsMade }, 'job failed'),
-  );
-  worker.on('error', (err) => opts.logger.error({ err }, 'worker error'));
   const relay = createRelay({
     ctx: opts.ctx,
     queues: opts.queues,
@@ -87,11 +97,12 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
   });
   if (opts.relay !== false) relay.start();
   return {
-    worker,
+    workers,
+    isRunning: () => workers.every((w) => w.isRunning()),
     relay,
     close: async () => {
       await relay.stop();
-      await worker.close();
+      await Promise.all(workers.map((w) => w.close()));
       await batcher.drain();
     },
   };

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
-import { enqueueActions, jobs } from '@stampcard/jobs';
+import { enqueueActions, JOBS } from '@stampcard/jobs';
 import { Queue, Worker } from 'bullmq';
 import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -9,7 +9,8 @@ import { eventually } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
-import { applyLoyaltyActionProcessor } from '../src/processors/apply-loyalty-action';
+import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
+import { dispatchByName } from '../src/processors/index';
 
 describe('ActionBatcher', () => {
   /** A fake `apply` that records its calls; ids containing "bad" make the whole call throw. */
@@ -115,7 +116,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   }
 
   const addJob = (jobId: string, data: unknown, opts: { attempts?: number } = {}) =>
-    stack.deps.queues.loyaltyActions.add(jobs.applyLoyaltyAction.name, data, {
+    stack.deps.queues.loyaltyActions.add('loyalty-action.apply', data, {
       jobId,
       backoff: { type: 'fixed', delay: 10 },
       ...opts,
@@ -192,8 +193,23 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     for (const id of [`bad-${tag}`, `extra-${tag}`]) {
       const job = await finished(id, 'failed');
       expect(job.attemptsMade).toBe(1);
-      expect(job.failedReason).toMatch(/^Invalid payload/);
+      expect(job.failedReason).toMatch(/^Invalid payload for loyalty-action\.apply: /);
+      // The reason names the field, never the value that was sent.
+      expect(job.failedReason).not.toContain(tag);
     }
+  });
+
+  it('a job whose name is not in the catalog fails at once, without retries', async () => {
+    stack.startWorker();
+    const id = `unknown-${randomBytes(4).toString('hex')}`;
+    await stack.deps.queues.loyaltyActions.add(
+      '__proto__',
+      { actionId: 'act_x' },
+      { jobId: id, attempts: 5 },
+    );
+    const job = await finished(id, 'failed');
+    expect(job.attemptsMade).toBe(1);
+    expect(job.failedReason).toBe('Unknown job name: not in the job catalog');
   });
 });
 
@@ -212,19 +228,23 @@ describe('a job that fails', () => {
       maxSize: 1,
       maxWaitMs: 1,
     });
-    const queue = new Queue(jobs.applyLoyaltyAction.queue, { connection: stack.redis, prefix });
-    const worker = new Worker(jobs.applyLoyaltyAction.queue, applyLoyaltyActionProcessor(batcher), {
-      connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
-      prefix,
-    });
+    const queue = new Queue(JOBS['loyalty-action.apply'].queue, { connection: stack.redis, prefix });
+    const worker = new Worker(
+      JOBS['loyalty-action.apply'].queue,
+      dispatchByName({ 'loyalty-action.apply': applyLoyaltyAction(batcher) }),
+      {
+        connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
+        prefix,
+      },
+    );
     try {
-      await queue.add(jobs.applyLoyaltyAction.name, { actionId: 'act_private' }, { attempts: 1 });
+      await queue.add('loyalty-action.apply', { actionId: 'act_private' }, { attempts: 1 });
       const failed = await eventually(
         () => queue.getFailed(),
         (jobsFailed) => jobsFailed.length === 1,
       );
       const job = failed[0]!;
-      expect(job.failedReason).toMatch(/^apply failed: .*22P02/);
+      expect(job.failedReason).toMatch(/^job failed: .*22P02/);
       expect(JSON.stringify([job.failedReason, job.stacktrace])).not.toContain(email);
     } finally {
       await worker.close();

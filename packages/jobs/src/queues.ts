@@ -1,0 +1,107 @@
+import { Queue } from 'bullmq';
+import type { Redis, RedisOptions } from 'ioredis';
+import { JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
+import { createRedis, redisReady } from './redis';
+
+export type Queues = {
+  /** The queue a job of the catalog goes to. */
+  forJob(name: JobName): Queue;
+  /** The queue of actions to apply (`loyalty-action.apply`). */
+  loyaltyActions: Queue;
+  all: Queue[];
+  close(): Promise<void>;
+};
+
+/**
+ * The service's queues on one connection.
+ * @param onError receives connection errors the queues report (BullMQ prints them when nobody listens).
+ */
+export function createQueues(connection: Redis, prefix: string, onError?: (err: Error) => void): Queues {
+  const byName = new Map<QueueName, Queue>(
+    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix })]),
+  );
+  const all = [...byName.values()];
+  if (onError) for (const q of all) q.on('error', onError);
+  const forJob = (name: JobName) => byName.get(JOBS[name].queue)!;
+  return {
+    forJob,
+    loyaltyActions: forJob('loyalty-action.apply'),
+    all,
+    close: async () => {
+      await Promise.all(all.map((q) => q.close()));
+    },
+  };
+}
+
+/** One job to add: its payload, and an id that makes adding it again a no-op. */
+export type NewJob<N extends JobName> = { payload: JobPayload<N>; jobId?: string };
+
+/**
+ * Adds jobs of one kind in one round trip, with the catalog's retry policy. Producers enqueue only through
+ * this, so a job's name always travels with the payload type the catalog gives it.
+ */
+export async function enqueue<N extends JobName>(queues: Queues, name: N, list: NewJob<N>[]): Promise<void> {
+  if (list.length === 0) return;
+  const { options } = JOBS[name];
+  await queues
+    .forJob(name)
+    .addBulk(
+      list.map(({ payload, jobId }) => ({
+        name,
+        data: payload,
+        opts: jobId ? { ...options, jobId } : options,
+      })),
+    );
+}
+
+/** Puts accepted actions in the queue. The job id is the action id, so an action already queued is not added twice. */
+export function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
+  return enqueue(
+    queues,
+    'loyalty-action.apply',
+    actionIds.map((actionId) => ({ payload: { actionId }, jobId: actionId })),
+  );
+}
+
+/** One side of the queue wiring: a Redis connection and the queues on it. */
+export type QueueSide = { redis: Redis; queues: Queues };
+
+export type QueueConnections = {
+  /** For the request path (API, relay checks): fails fast while Redis is away instead of holding a request. */
+  producer: QueueSide;
+  /** For workers: commands wait while Redis reconnects, as BullMQ requires. */
+  consumer: QueueSide;
+  /** Closes the queues and both connections. */
+  close(): Promise<void>;
+};
+
+/**
+ * Connects the two sides every process shape needs, waits until both are ready, and routes connection and
+ * queue errors to `onError` (BullMQ prints them when nobody listens).
+ */
+export async function connectQueues(
+  redisUrl: string,
+  prefix: string,
+  onError: (err: Error, side: 'producer' | 'consumer') => void,
+): Promise<QueueConnections> {
+  const side = async (name: 'producer' | 'consumer', opts: RedisOptions): Promise<QueueSide> => {
+    const redis = createRedis(redisUrl, opts);
+    redis.on('error', (err) => onError(err, name));
+    await redisReady(redis);
+    return { redis, queues: createQueues(redis, prefix, (err) => onError(err, name)) };
+  };
+  const [producer, consumer] = await Promise.all([
+    // A Redis that stops answering must not hold a request: its commands give up after 2 s.
+    side('producer', { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000 }),
+    side('consumer', {}),
+  ]);
+  return {
+    producer,
+    consumer,
+    close: async () => {
+      await Promise.all([producer.queues.close(), consumer.queues.close()]);
+      producer.redis.disconnect();
+      consumer.redis.disconnect();
+    },
+  };
+}

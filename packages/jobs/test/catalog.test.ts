@@ -1,0 +1,52 @@
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { connectQueues, enqueue, isJobName, JOBS, type JobPayload, QUEUE_NAMES } from '../src/index';
+
+/**
+ * The catalog's promise is at compile time: a job's name gives its payload type. The `@ts-expect-error`
+ * lines below are checked by `npm run typecheck`; the rest checks what reaches Redis.
+ */
+describe('the job catalog', () => {
+  it('a job name gives its payload type; a wrong payload or name does not compile', () => {
+    expectTypeOf<JobPayload<'loyalty-action.apply'>>().toEqualTypeOf<{ actionId: string }>();
+    const typeChecks = (queues: Parameters<typeof enqueue>[0]) => {
+      // @ts-expect-error: the payload of loyalty-action.apply has an actionId
+      void enqueue(queues, 'loyalty-action.apply', [{ payload: { participantId: 'x' } }]);
+      // @ts-expect-error: no such job
+      void enqueue(queues, 'loyalty-action.delete', [{ payload: { actionId: 'act_1' } }]);
+    };
+    expect(typeof typeChecks).toBe('function');
+  });
+
+  it('names jobs entity.verb, each on a queue of QUEUE_NAMES, and refuses names that are not its own', () => {
+    for (const [name, job] of Object.entries(JOBS)) {
+      expect(name).toMatch(/^[a-z-]+\.[a-z-]+$/);
+      expect(QUEUE_NAMES).toContain(job.queue);
+    }
+    expect(isJobName('loyalty-action.apply')).toBe(true);
+    for (const bad of ['__proto__', 'constructor', 'toString', 'loyalty-action'])
+      expect(isJobName(bad)).toBe(false);
+  });
+
+  it('enqueue adds jobs under their name, with the catalog retry policy, once per job id', async () => {
+    const prefix = `stampcard_test_catalog_${Date.now().toString(36)}`;
+    const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
+    try {
+      const { producer } = queues;
+      await enqueue(producer.queues, 'loyalty-action.apply', [
+        { payload: { actionId: 'act_a' }, jobId: 'act_a' },
+        { payload: { actionId: 'act_a' }, jobId: 'act_a' },
+        { payload: { actionId: 'act_b' } },
+      ]);
+      const waiting = await producer.queues.forJob('loyalty-action.apply').getWaiting();
+      expect(waiting.map((j) => j.name)).toEqual(['loyalty-action.apply', 'loyalty-action.apply']);
+      expect(waiting.map((j) => j.data).sort((a, b) => a.actionId.localeCompare(b.actionId))).toEqual([
+        { actionId: 'act_a' },
+        { actionId: 'act_b' },
+      ]);
+      expect(waiting[0]!.opts.attempts).toBe(JOBS['loyalty-action.apply'].options.attempts);
+      await producer.queues.forJob('loyalty-action.apply').obliterate({ force: true });
+    } finally {
+      await queues.close();
+    }
+  });
+});

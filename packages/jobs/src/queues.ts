@@ -43,15 +43,13 @@ export type NewJob<N extends JobName> = { payload: JobPayload<N>; jobId?: string
 export async function enqueue<N extends JobName>(queues: Queues, name: N, list: NewJob<N>[]): Promise<void> {
   if (list.length === 0) return;
   const { options } = JOBS[name];
-  await queues
-    .forJob(name)
-    .addBulk(
-      list.map(({ payload, jobId }) => ({
-        name,
-        data: payload,
-        opts: jobId ? { ...options, jobId } : options,
-      })),
-    );
+  await queues.forJob(name).addBulk(
+    list.map(({ payload, jobId }) => ({
+      name,
+      data: payload,
+      opts: jobId ? { ...options, jobId } : options,
+    })),
+  );
 }
 
 /** Puts accepted actions in the queue. The job id is the action id, so an action already queued is not added twice. */

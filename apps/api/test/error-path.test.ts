@@ -154,6 +154,23 @@ describe('logs carry no personal data', () => {
     expect(line.err.type).toMatch(/Error/);
   });
 
+  it("the request line names the path without the participant's email", async () => {
+    const { logger, lines } = capturedLogger();
+    const app = createApp({ ...stack.deps, logger });
+    const w = await makeWorld(stack.ctx);
+    const email = uniqueEmail('logged');
+    await client(inProcess(app), w.key).get(
+      `/v1/campaign/${w.campaign.id}/participant/${encodeURIComponent(email)}`,
+    );
+    await client(inProcess(app), w.key).get(`/v1/campaign/${w.campaign.id}/participant/${email}`);
+    const requests = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+    expect(requests.map((l) => l.path)).toEqual([
+      `/v1/campaign/${w.campaign.id}/participant/:email`,
+      `/v1/campaign/${w.campaign.id}/participant/:email`,
+    ]);
+    expect(lines.join('\n')).not.toContain(email.split('@')[0]);
+  });
+
   it('safeError keeps class, code, constraint and frames, never the message or other fields', () => {
     const pg = Object.assign(new Error('duplicate key value: (email)=(x@example.com)'), {
       code: '23505',

@@ -2,7 +2,19 @@ import { randomUUID } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 
-/** One structured log line per request: method, path, status, duration, request id, account. */
+/**
+ * The path as logged: a segment that is an email (participants are addressed by email too) becomes
+ * `:email`, and a long path is cut, so a log line never carries an address or an attacker's megabyte.
+ */
+export function loggablePath(path: string): string {
+  const safe = path
+    .split('/')
+    .map((segment) => (/@|%40/i.test(segment) ? ':email' : segment))
+    .join('/');
+  return safe.length > 200 ? `${safe.slice(0, 200)}…` : safe;
+}
+
+/** One structured log line per request: method, path (no emails), status, duration, request id, account. */
 export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
   const started = performance.now();
   const incoming = c.req.header('x-request-id');
@@ -13,7 +25,7 @@ export const requestLog: MiddlewareHandler<AppEnv> = async (c, next) => {
   const status = c.res.status;
   const line = {
     method: c.req.method,
-    path: c.req.path,
+    path: loggablePath(c.req.path),
     status,
     durationMs: Math.round((performance.now() - started) * 10) / 10,
     requestId,

@@ -1,6 +1,7 @@
 export * from './clock';
 export * from './context';
 export * from './errors';
+export * from './event-schemas';
 export * from './ids';
 export * from './rules/months';
 export * from './rules/unlock';
@@ -11,3 +12,4 @@ export * from './services/campaigns';
 export * from './services/events';
 export * from './services/operator';
 export * from './services/participants';
+export * from './views';

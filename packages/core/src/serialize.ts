@@ -1,6 +1,14 @@
 import type { campaigns, loyaltyActions, participantRewards, participants, rewards } from '@stampcard/db';
 import { monthKey } from './clock';
 import { monthlyCountersAt } from './rules/months';
+import type {
+  ActionView,
+  CampaignRef,
+  ParticipantRewardView,
+  ParticipantRewardWithRewardView,
+  ParticipantView,
+  RewardView,
+} from './views';
 
 export type CampaignRow = typeof campaigns.$inferSelect;
 export type RewardRow = typeof rewards.$inferSelect;
@@ -11,7 +19,7 @@ export type ActionRow = typeof loyaltyActions.$inferSelect;
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
 /** The whole Reward, as webhooks and the operator API show it. */
-export function serializeReward(r: RewardRow) {
+export function serializeReward(r: RewardRow): RewardView {
   return {
     id: r.id,
     title: r.title,
@@ -65,6 +73,11 @@ export function serializeCampaign(c: CampaignRow, rs: RewardRow[]) {
   };
 }
 
+/** The campaign as events name it. */
+export function campaignRef(c: CampaignRow): CampaignRef {
+  return { id: c.id, name: c.name, status: c.status, currencyISO: c.currencyISO };
+}
+
 /** The campaign with its settings, as the operator API shows it. */
 export function serializeCampaignForOperator(c: CampaignRow, rs: RewardRow[]) {
   return {
@@ -78,7 +91,7 @@ export function serializeCampaignForOperator(c: CampaignRow, rs: RewardRow[]) {
   };
 }
 
-export function serializeParticipantReward(pr: ParticipantRewardRow) {
+export function serializeParticipantReward(pr: ParticipantRewardRow): ParticipantRewardView {
   return {
     id: pr.id,
     rewardId: pr.rewardId,
@@ -95,7 +108,10 @@ export function serializeParticipantReward(pr: ParticipantRewardRow) {
 }
 
 /** In webhooks a ParticipantReward also carries the details of its program Reward. */
-export function serializeParticipantRewardWithReward(pr: ParticipantRewardRow, reward: RewardRow) {
+export function serializeParticipantRewardWithReward(
+  pr: ParticipantRewardRow,
+  reward: RewardRow,
+): ParticipantRewardWithRewardView {
   const { id: _rewardId, ...details } = serializeReward(reward);
   return { ...details, ...serializeParticipantReward(pr) };
 }
@@ -110,11 +126,11 @@ export type Ranks = { rank: number; monthlyRank: number; prevMonthlyRank: number
 export function serializeParticipant(
   p: ParticipantRow,
   opts: { now: Date; rewards?: ParticipantRewardRow[]; ranks?: Ranks },
-) {
+): ParticipantView {
   const monthly = monthlyCountersAt(p, monthKey(opts.now));
   const perReward = p.loyaltyActionCountsPerReward;
   const monthlyPerReward = monthly.monthlyLoyaltyActionCountsPerReward;
-  const out: Record<string, unknown> = {
+  const out: ParticipantView = {
     id: p.id,
     firstName: p.firstName,
     lastName: p.lastName,
@@ -148,8 +164,8 @@ export function serializeParticipant(
   return out;
 }
 
-export function serializeAction(a: ActionRow, unlocked?: ParticipantRewardRow[]) {
-  const out: Record<string, unknown> = {
+export function serializeAction(a: ActionRow, unlocked?: ParticipantRewardRow[]): ActionView {
+  const out: ActionView = {
     id: a.id,
     status: a.status,
     participantId: a.participantId,

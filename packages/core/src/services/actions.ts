@@ -16,6 +16,7 @@ import { goalCount, hasWinnersCap, limitAllows, reachesGoal } from '../rules/unl
 import {
   type ActionRow,
   type CampaignRow,
+  campaignRef,
   type ParticipantRewardRow,
   type ParticipantRow,
   type RewardRow,
@@ -294,12 +295,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           .where(eq(loyaltyActions.id, action.id));
       }
       const participantView = serializeParticipant(p, { now });
-      const campaignView = {
-        id: campaign.id,
-        name: campaign.name,
-        status: campaign.status,
-        currencyISO: campaign.currencyISO,
-      };
+      const campaignView = campaignRef(campaign);
       outbox.push({
         campaignId: campaign.id,
         type: 'LOYALTY_ACTION_APPLIED',

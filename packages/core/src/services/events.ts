@@ -1,5 +1,6 @@
 import { events } from '@stampcard/db';
 import type { Ctx } from '../context';
+import type { NewEvent } from '../event-schemas';
 import { newId } from '../ids';
 
 export const EVENT_TYPES = [
@@ -14,8 +15,7 @@ export const EVENT_TYPES = [
   'CAMPAIGN_ENDED',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
-
-export type NewEvent = { campaignId: string; type: EventType; data: Record<string, unknown> };
+export type { NewEvent };
 
 /** Writes events to the outbox. Call it inside the transaction of the change that causes them. */
 export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<void> {

@@ -14,7 +14,7 @@ import { assertLive, type Ctx, unitOfWork } from '../context';
 import { invalidState, notFound, validationError } from '../errors';
 import { newApiKey, newCampaignId, newId } from '../ids';
 import type { CampaignRow, RewardRow } from '../serialize';
-import { serializeCampaignForOperator, serializeReward } from '../serialize';
+import { campaignRef, serializeCampaignForOperator, serializeReward } from '../serialize';
 import { recordEvents } from './events';
 
 export type AccountInput = {
@@ -234,7 +234,7 @@ export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partia
         {
           campaignId,
           type: 'CAMPAIGN_ENDED',
-          data: { campaign: { id: row!.id, name: row!.name, status: row!.status } },
+          data: { campaign: campaignRef(row!) },
         },
       ]);
     }

@@ -4,7 +4,13 @@ import { monthKey, monthStart, previousMonthKey } from '../clock';
 import type { Ctx } from '../context';
 import { DomainError, notFound } from '../errors';
 import { newParticipantId } from '../ids';
-import { type CampaignRow, type ParticipantRow, type Ranks, serializeParticipant } from '../serialize';
+import {
+  type CampaignRow,
+  campaignRef,
+  type ParticipantRow,
+  type Ranks,
+  serializeParticipant,
+} from '../serialize';
 import { recordEvents } from './events';
 
 /** Emails are kept lower-cased and trimmed: one participant per address and campaign. */
@@ -144,7 +150,7 @@ export async function ensureParticipant(
       type: 'NEW_PARTICIPANT_ADDED',
       data: {
         participant: serializeParticipant(inserted, { now, rewards: [] }),
-        campaign: { id: campaign.id, name: campaign.name },
+        campaign: campaignRef(campaign),
       },
     },
   ]);

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { ActionView, CampaignRef, ParticipantRewardWithRewardView, ParticipantView } from './views';
+
+/**
+ * One zod schema per event type: the `data` of each event in the outbox, and so of each webhook. Emitters
+ * build `NewEvent`s, whose `data` type comes from here, so an emitter cannot write a shape its schema does
+ * not describe; receivers, the dispatcher and tests parse with the same schemas.
+ *
+ * Only the types something emits have a schema. The contract's other types (`PARTICIPANT_UPDATED`,
+ * `PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_REWARD_FULFILLED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`,
+ * `REWARD_FORM_REVIEWED`) get theirs with the feature that emits them: until then they cannot be emitted.
+ */
+export const EVENT_SCHEMAS = {
+  NEW_PARTICIPANT_ADDED: z.strictObject({ participant: ParticipantView, campaign: CampaignRef }),
+  LOYALTY_ACTION_APPLIED: z.strictObject({
+    action: ActionView,
+    participant: ParticipantView,
+    campaign: CampaignRef,
+    /** Present when the action unlocked a reward. */
+    unlockedRewards: z.array(ParticipantRewardWithRewardView).optional(),
+  }),
+  /** A reward unlocked and approved (at once, or later by manual review). */
+  PARTICIPANT_REACHED_A_GOAL: z.strictObject({
+    participant: ParticipantView,
+    reward: ParticipantRewardWithRewardView,
+    campaign: CampaignRef,
+  }),
+  CAMPAIGN_ENDED: z.strictObject({ campaign: CampaignRef }),
+} as const;
+
+export type EmittedEventType = keyof typeof EVENT_SCHEMAS;
+export type EventData<T extends EmittedEventType> = z.infer<(typeof EVENT_SCHEMAS)[T]>;
+
+/** An event to write to the outbox: its type decides the shape of its data. */
+export type NewEvent = {
+  [T in EmittedEventType]: { campaignId: string; type: T; data: EventData<T> };
+}[EmittedEventType];
+
+/** Whether `type` (read from the outbox) has a schema; the map is never indexed with another string. */
+export function isEmittedEventType(type: string): type is EmittedEventType {
+  return Object.hasOwn(EVENT_SCHEMAS, type);
+}

@@ -1,0 +1,134 @@
+import {
+  ACTION_STATUSES,
+  CAMPAIGN_STATUSES,
+  FRAUD_RISK_LEVELS,
+  PARTICIPANT_REWARD_STATUSES,
+  PARTICIPANT_SOURCES,
+} from '@stampcard/db';
+import { z } from 'zod';
+
+/**
+ * The objects the API and webhooks show, as zod schemas: the serializers in `serialize.ts` return exactly
+ * these types, event payloads are built from them (`event-schemas.ts`), and a receiver or a test can parse
+ * with them. Times are epoch milliseconds.
+ */
+const time = z.number().int();
+const text = z.string().nullable();
+const metadata = z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.null()]));
+const countsPerReward = z.record(z.string(), z.number().int());
+
+export const RewardView = z.strictObject({
+  id: z.string(),
+  title: text,
+  description: text,
+  subdescription: text,
+  instructions: text,
+  cta: text,
+  submissionType: z.enum(['URL', 'FORM']).nullable(),
+  submissionExampleUrl: text,
+  submissionFormUrl: text,
+  submissionFormFields: z
+    .array(
+      z.strictObject({
+        key: z.string(),
+        label: z.string().optional(),
+        placeholder: z.string().optional(),
+        type: z.string().optional(),
+        isRequired: z.boolean().optional(),
+        isVisible: z.boolean().optional(),
+      }),
+    )
+    .nullable(),
+  submissionFormButtonText: text,
+  submissionFormMessages: z
+    .strictObject({
+      required: z.string().optional(),
+      reCaptchaRequired: z.string().optional(),
+      success: z.string().optional(),
+      error: z.string().optional(),
+      alreadySubmitted: z.string().optional(),
+    })
+    .nullable(),
+  isUnlimited: z.boolean(),
+  /** -1 when `isUnlimited`. */
+  limit: z.number().int(),
+  conversionsRequired: z.number().int(),
+  limitDuration: z.enum(['IN_TOTAL', 'PER_MONTH']),
+  numberOfWinners: z.number().int().nullable(),
+  couponCode: text,
+  imageUrl: text,
+  order: z.number().int().nullable(),
+  metadata,
+});
+export type RewardView = z.infer<typeof RewardView>;
+
+export const ParticipantRewardView = z.strictObject({
+  id: z.string(),
+  rewardId: z.string(),
+  participantId: z.string(),
+  status: z.enum(PARTICIPANT_REWARD_STATUSES),
+  isAvailable: z.boolean(),
+  approved: z.boolean(),
+  approvedAt: time.nullable(),
+  isFulfilled: z.boolean(),
+  fulfilledAt: time.nullable(),
+  unread: z.boolean(),
+  createdAt: time,
+});
+export type ParticipantRewardView = z.infer<typeof ParticipantRewardView>;
+
+/** In webhooks a ParticipantReward also carries the details of its program Reward. */
+export const ParticipantRewardWithRewardView = z.strictObject({
+  ...RewardView.omit({ id: true }).shape,
+  ...ParticipantRewardView.shape,
+});
+export type ParticipantRewardWithRewardView = z.infer<typeof ParticipantRewardWithRewardView>;
+
+export const ParticipantView = z.strictObject({
+  id: z.string(),
+  firstName: text,
+  lastName: text,
+  email: z.string(),
+  loyaltyActionCount: z.number().int(),
+  prevLoyaltyActionCount: z.number().int(),
+  monthlyLoyaltyActionCount: z.number().int(),
+  prevMonthlyLoyaltyActionCount: z.number().int(),
+  createdAt: time,
+  fraudRiskLevel: z.enum(FRAUD_RISK_LEVELS),
+  fraudReasonCode: z.string(),
+  isWinner: z.boolean(),
+  loyaltyActionSource: z.enum(PARTICIPANT_SOURCES),
+  notes: text,
+  metadata,
+  /** Both spellings the seed uses; absent when empty. */
+  loyaltyActionCountsPerReward: countsPerReward.optional(),
+  loyaltyActionCountPerReward: countsPerReward.optional(),
+  monthlyLoyaltyActionCountsPerReward: countsPerReward.optional(),
+  monthlyLoyaltyActionCountPerReward: countsPerReward.optional(),
+  rewards: z.array(ParticipantRewardView).optional(),
+  rank: z.number().int().optional(),
+  monthlyRank: z.number().int().optional(),
+  prevMonthlyRank: z.number().int().optional(),
+});
+export type ParticipantView = z.infer<typeof ParticipantView>;
+
+export const ActionView = z.strictObject({
+  id: z.string(),
+  status: z.enum(ACTION_STATUSES),
+  participantId: z.string(),
+  rewardId: z.string(),
+  createdAt: time,
+  appliedAt: time.nullable(),
+  unlockedRewards: z.array(ParticipantRewardView).optional(),
+  reason: z.string().optional(),
+});
+export type ActionView = z.infer<typeof ActionView>;
+
+/** The campaign as events name it: who it is, not its counters. */
+export const CampaignRef = z.strictObject({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(CAMPAIGN_STATUSES),
+  currencyISO: z.string(),
+});
+export type CampaignRef = z.infer<typeof CampaignRef>;

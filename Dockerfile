@@ -12,6 +12,7 @@ COPY packages/config/package.json packages/config/
 COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY packages/jobs/package.json packages/jobs/
+COPY packages/webhooks/package.json packages/webhooks/
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY tsconfig.json ./
 COPY apps ./apps

@@ -1,0 +1,4 @@
+export * from './errors';
+export * from './secret';
+export * from './sign';
+export * from './verify';

@@ -1,3 +1,4 @@
+export * from './destination';
 export * from './errors';
 export * from './secret';
 export * from './sign';

@@ -15,5 +15,9 @@ export function secretKey(secret: string): Buffer {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(encoded)) {
     throw new WebhookVerificationError('INVALID_SECRET', 'The secret is not whsec_ followed by base64');
   }
-  return Buffer.from(encoded, 'base64');
+  const key = Buffer.from(encoded, 'base64');
+  // A single base64 character decodes to no bytes; an empty HMAC key would sign with no secret at all.
+  if (key.length === 0)
+    throw new WebhookVerificationError('INVALID_SECRET', 'The secret decodes to no bytes');
+  return key;
 }

@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import { WebhookVerificationError } from './errors';
+import { secretKey } from './secret';
 import { type Body, signature } from './sign';
 
 export type HeaderSource = Headers | Record<string, string | string[] | undefined>;
@@ -46,6 +47,8 @@ function same(a: string, b: string): boolean {
  * body is not JSON.
  */
 export function verify(input: VerifyInput): unknown {
+  // A misconfigured secret is the receiver's fault, so it is reported as such whatever the request carries.
+  secretKey(input.secret);
   const id = header(input.headers, 'webhook-id');
   const ts = header(input.headers, 'webhook-timestamp');
   const signatures = header(input.headers, 'webhook-signature');

@@ -120,7 +120,10 @@ describe('refusals', () => {
         }),
       ),
     ).toBe('NO_MATCHING_SIGNATURE');
-    expect(refusal(() => verify({ headers: good, body, secret: 'whsec_not base64!', now: nowMs }))).toBe(
+    for (const bad of ['whsec_not base64!', 'whsec_', 'whsec_A'])
+      expect(refusal(() => verify({ headers: good, body, secret: bad, now: nowMs }))).toBe('INVALID_SECRET');
+    // A bad secret is named as such even when the request is also bad.
+    expect(refusal(() => verify({ headers: {}, body, secret: 'whsec_A', now: nowMs }))).toBe(
       'INVALID_SECRET',
     );
     const text = 'not json';

@@ -2,6 +2,7 @@ import { type App, createApp, type Deps, type RunningApi, startApi } from '@stam
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
+import { type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
 import { connectQueues, type QueueConnections } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
@@ -27,6 +28,21 @@ export type StackOptions = {
    */
   relay?: boolean;
   /**
+   * Start the webhook dispatcher now (`startDispatcher()` can start it later).
+   * @defaultValue true
+   */
+  dispatcher?: boolean;
+  /**
+   * Run the dispatcher's sweep timer (tests call `dispatcher.sweeper.runOnce()` instead).
+   * @defaultValue true
+   */
+  sweep?: boolean;
+  /**
+   * A PENDING message overdue by this much is checked for a live delivery job, in ms.
+   * @defaultValue 30000
+   */
+  overdueGraceMs?: number;
+  /**
    * API dependencies to replace, for settings that are no environment variable (a test's shorter `maxWaitMs`).
    * @defaultValue none
    */
@@ -46,6 +62,12 @@ export type Stack = {
   startWorker(): StampcardWorker;
   /** Finishes the jobs in hand and stops the worker; `startWorker()` starts a new one. */
   stopWorker(): Promise<void>;
+  /** The running dispatcher, if any. */
+  readonly dispatcher: StampcardDispatcher | null;
+  /** Starts the dispatcher if it is not running (and its database pool with it). */
+  startDispatcher(): StampcardDispatcher;
+  /** Finishes the deliveries in hand and stops the dispatcher. */
+  stopDispatcher(): Promise<void>;
   queues: QueueConnections;
   /** Graceful stop: no new requests, in-flight jobs finished, pools and connections closed. */
   close(): Promise<void>;
@@ -74,6 +96,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     clock,
     logger,
     operatorToken: config.OPERATOR_TOKEN,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     ...opts.apiOverrides,
@@ -107,6 +130,35 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     worker = null;
   };
 
+  let dispatcherDb: DbHandle | null = null;
+  let dispatcher: StampcardDispatcher | null = null;
+  const launchDispatcher = () => {
+    dispatcherDb ??= pool(6);
+    dispatcher ??= startDispatcher({
+      ctx: { db: dispatcherDb.db, clock },
+      connection: queues.consumer.redis,
+      queues: queues.consumer.queues,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      concurrency: config.DISPATCHER_CONCURRENCY,
+      endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      sweepIntervalMs: config.DISPATCH_SWEEP_MS,
+      overdueGraceMs: opts.overdueGraceMs,
+      sweep: opts.sweep ?? true,
+      lockMs: config.WORKER_LOCK_MS,
+    });
+    return dispatcher;
+  };
+  if (opts.dispatcher ?? true) launchDispatcher();
+  const stopDispatcher = async () => {
+    await dispatcher?.close();
+    dispatcher = null;
+  };
+
   return {
     config,
     deps,
@@ -117,12 +169,17 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     },
     startWorker: launch,
     stopWorker,
+    get dispatcher() {
+      return dispatcher;
+    },
+    startDispatcher: launchDispatcher,
+    stopDispatcher,
     queues,
     close: async () => {
       await api?.close();
-      await stopWorker();
+      await Promise.all([stopWorker(), stopDispatcher()]);
       await queues.close();
-      await Promise.all([apiDb?.close(), workerDb?.close()]);
+      await Promise.all([apiDb?.close(), workerDb?.close(), dispatcherDb?.close()]);
     },
   };
 }

@@ -4,13 +4,13 @@ import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
 import { startStack } from './stack';
 
-const ROLES = ['all', 'api', 'worker'] as const;
+const ROLES = ['all', 'api', 'worker', 'dispatcher'] as const;
 type Role = (typeof ROLES)[number];
 
 /**
- * `npm start` (role `all`): check the services, apply migrations, run the API and the worker until SIGTERM.
- * `start.ts api` / `start.ts worker` run one of them alone, for production, where `npm run db:migrate`
- * runs once before them.
+ * `npm start` (role `all`): check the services, apply migrations, run the API, the worker and the webhook
+ * dispatcher until SIGTERM. `start.ts api` / `worker` / `dispatcher` run one of them alone, for production,
+ * where `npm run db:migrate` runs once before them.
  */
 async function main() {
   const role = (process.argv[2] ?? 'all') as Role;
@@ -43,8 +43,9 @@ async function main() {
     stack = await startStack({
       config,
       logger,
-      api: role === 'worker' ? false : 'serve',
-      worker: role !== 'api',
+      api: role === 'all' || role === 'api' ? 'serve' : false,
+      worker: role === 'all' || role === 'worker',
+      dispatcher: role === 'all' || role === 'dispatcher',
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
@@ -59,8 +60,12 @@ async function main() {
   if (stack.api)
     logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');
+  if (stack.dispatcher)
+    logger.info({ concurrency: config.DISPATCHER_CONCURRENCY }, 'webhook dispatcher and sweep running');
   const stopHeartbeat =
-    stack.worker && config.HEARTBEAT_FILE ? startHeartbeat(stack, config.HEARTBEAT_FILE) : null;
+    (stack.worker || stack.dispatcher) && config.HEARTBEAT_FILE
+      ? startHeartbeat(stack, config.HEARTBEAT_FILE)
+      : null;
   if (config.operatorTokenGenerated && stack.api) {
     console.log(
       `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { App, Deps } from '@stampcard/api';
 import { createLogger, loadConfig } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
+import type { StampcardDispatcher } from '@stampcard/dispatcher';
 import type { StampcardWorker } from '@stampcard/worker';
 import type { Redis } from 'ioredis';
 import { startStack } from '../../scripts/stack';
@@ -22,6 +23,10 @@ export type TestStack = {
   /** A worker that is not running yet can be started later (e.g. after requests were accepted). */
   startWorker(): StampcardWorker;
   stopWorker(): Promise<void>;
+  /** The dispatcher, when started with `dispatcher: true` (or later by `startDispatcher()`). */
+  dispatcher: StampcardDispatcher | null;
+  startDispatcher(): StampcardDispatcher;
+  stopDispatcher(): Promise<void>;
   /** The worker's connection, for inspecting the queue. */
   redis: Redis;
   close(): Promise<void>;
@@ -42,6 +47,20 @@ export type TestStackOptions = {
   relayGraceMs?: number;
   /** @defaultValue 10000 */
   lockMs?: number;
+  /** Run the webhook dispatcher. @defaultValue false */
+  dispatcher?: boolean;
+  /** Run the dispatcher's sweep timer. @defaultValue false: tests call `dispatcher.sweeper.runOnce()` */
+  sweep?: boolean;
+  /** `WEBHOOK_RETRY_SCHEDULE`. @defaultValue '50,100,200': three quick retries */
+  retrySchedule?: string;
+  /** `WEBHOOK_TIMEOUT_MS`. @defaultValue 2000 */
+  webhookTimeoutMs?: number;
+  /** `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: local receivers need it. @defaultValue true */
+  allowPrivateNetworks?: boolean;
+  /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 8 */
+  endpointConcurrency?: number;
+  /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
+  overdueGraceMs?: number;
 };
 
 /**
@@ -65,6 +84,12 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     RELAY_GRACE_MS: String(opts.relayGraceMs ?? 0),
     WORKER_LOCK_MS: opts.lockMs?.toString(),
     REQUEST_TIMEOUT_MS: opts.requestTimeoutMs?.toString(),
+    WEBHOOK_RETRY_SCHEDULE: opts.retrySchedule ?? '50,100,200',
+    WEBHOOK_TIMEOUT_MS: String(opts.webhookTimeoutMs ?? 2000),
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(opts.allowPrivateNetworks ?? true),
+    WEBHOOK_ENDPOINT_CONCURRENCY: opts.endpointConcurrency?.toString(),
+    DISPATCHER_CONCURRENCY: '16',
+    DISPATCH_SWEEP_MS: '200',
   });
   const stack = await startStack({
     config,
@@ -73,6 +98,9 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     api: opts.http ? 'serve' : 'in-process',
     worker: opts.worker !== false,
     relay: false,
+    dispatcher: opts.dispatcher ?? false,
+    sweep: opts.sweep ?? false,
+    overdueGraceMs: opts.overdueGraceMs ?? 0,
     apiOverrides: opts.maxWaitMs === undefined ? {} : { maxWaitMs: opts.maxWaitMs },
   });
   const redis = stack.queues.consumer.redis;
@@ -87,10 +115,15 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     },
     startWorker: stack.startWorker,
     stopWorker: stack.stopWorker,
+    get dispatcher() {
+      return stack.dispatcher;
+    },
+    startDispatcher: stack.startDispatcher,
+    stopDispatcher: stack.stopDispatcher,
     redis,
     close: async () => {
       await stack.api?.close();
-      await stack.stopWorker();
+      await Promise.all([stack.stopWorker(), stack.stopDispatcher()]);
       const keys = await redis.keys(`${prefix}:*`);
       if (keys.length > 0) await redis.del(...keys);
       await stack.close();

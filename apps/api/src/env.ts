@@ -15,6 +15,11 @@ export type Deps = {
   logger: Logger;
   operatorToken: string;
   /**
+   * Accept webhook endpoints on private, loopback and link-local addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
+   * @defaultValue false
+   */
+  allowPrivateNetworks?: boolean;
+  /**
    * `supportUrl` of error bodies.
    * @defaultValue this service's `/docs#errors` page
    */

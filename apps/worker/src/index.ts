@@ -1,15 +1,14 @@
 import type { Logger } from '@stampcard/config';
-import { applyActions, type Ctx } from '@stampcard/core';
-import { QUEUE_NAMES, type Queues } from '@stampcard/jobs';
-import { Worker } from 'bullmq';
+import { applyActionBatch, type Ctx } from '@stampcard/core';
+import { enqueue, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
-import { dispatchByName, type Processors } from './processors/index';
 import { createRelay } from './relay';
 
 export { ActionBatcher } from './batcher';
-export { dispatchByName, jobFailure, type Processor, type Processors } from './processors/index';
+export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
@@ -54,7 +53,7 @@ export type WorkerOptions = {
 };
 
 export type StampcardWorker = {
-  /** One BullMQ worker per queue of the job catalog. */
+  /** One BullMQ worker per queue of the worker's jobs in the catalog. */
   workers: Worker[];
   /** True while every one of them takes jobs. */
   isRunning(): boolean;
@@ -66,27 +65,35 @@ export type StampcardWorker = {
 export function startWorker(opts: WorkerOptions): StampcardWorker {
   const concurrency = opts.concurrency ?? 64;
   const batcher = new ActionBatcher({
-    apply: (ids) => applyActions(opts.ctx, ids),
+    apply: async (ids) => {
+      const { applied, eventIds } = await applyActionBatch(opts.ctx, ids);
+      // Committed: hand the batch's events to the dispatcher now. If this fails, its sweep finds them.
+      await enqueue(
+        opts.queues,
+        'webhook-events.fan-out',
+        eventIds.length ? [{ payload: { eventIds } }] : [],
+      ).catch((err) =>
+        opts.logger.warn({ err, events: eventIds.length }, 'events left to the dispatcher sweep'),
+      );
+      return applied;
+    },
     maxSize: concurrency,
     maxWaitMs: opts.batchWaitMs ?? 2,
     onBatchError: (err, size) =>
       opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
   });
-  // The worker is built from the map: a job added to the catalog without a processor does not compile.
-  const processors: Processors = { 'loyalty-action.apply': applyLoyaltyAction(batcher) };
-  const workers = QUEUE_NAMES.map((queue) => {
-    const worker = new Worker(queue, dispatchByName(processors), {
-      connection: opts.connection,
-      prefix: opts.prefix,
-      concurrency,
-      lockDuration: opts.lockMs ?? 10_000,
-      stalledInterval: Math.ceil((opts.lockMs ?? 10_000) / 2),
-    });
-    worker.on('failed', (job, err) =>
+  // The worker is built from the map: a worker job added to the catalog without a processor does not compile.
+  const processors: Processors<'worker'> = { 'loyalty-action.apply': applyLoyaltyAction(batcher) };
+  const workers = startConsumers({
+    consumer: 'worker',
+    processors,
+    connection: opts.connection,
+    prefix: opts.prefix,
+    concurrency,
+    lockMs: opts.lockMs ?? 10_000,
+    onFailed: (job, err) =>
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
-    );
-    worker.on('error', (err) => opts.logger.error({ err }, 'worker error'));
-    return worker;
+    onError: (err) => opts.logger.error({ err }, 'worker error'),
   });
   const relay = createRelay({
     ctx: opts.ctx,

@@ -10,14 +10,16 @@ import { asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { startReceiver } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
+import { registerEndpoint } from '../../../test/support/webhooks';
 
 /**
  * Every event the service writes to the outbox matches the zod schema of its type, checked on events made
- * by the real flows (API, worker, operator), not on hand-built samples.
+ * by the real flows (API, worker, dispatcher, operator), not on hand-built samples.
  */
-const stack = useTestStack();
+const stack = useTestStack({ dispatcher: true, sweep: true });
 
 describe('event schemas', () => {
   it('every event the flows write parses with the schema of its type, and every schema is exercised', async () => {
@@ -32,6 +34,11 @@ describe('event schemas', () => {
         couponCode: 'FREE-1',
       },
     });
+    // A fulfilment integration (its 2xx fulfils each goal) and a receiver that is gone (410: disabled).
+    const fulfilment = await startReceiver();
+    const gone = await startReceiver(() => ({ status: 410 }));
+    await registerEndpoint(stack, w.campaign.id, { url: fulfilment.url, kind: 'FULFILMENT' });
+    await registerEndpoint(stack, w.campaign.id, { url: gone.url });
     const api = client(inProcess(stack.app), w.key);
     const path = `/v1/campaign/${w.campaign.id}/loyalty-action?wait=true`;
     const email = uniqueEmail('events');
@@ -44,6 +51,17 @@ describe('event schemas', () => {
       });
       expect(r.body.action.status).toBe('APPLIED');
     }
+    const typesOf = async () =>
+      (
+        await stack.ctx.db
+          .select({ type: events.type })
+          .from(events)
+          .where(eq(events.campaignId, w.campaign.id))
+      )
+        .map((r) => r.type)
+        .sort();
+    await eventually(typesOf, (t) => t.filter((x) => x === 'PARTICIPANT_REWARD_FULFILLED').length === 2);
+    await Promise.all([fulfilment.close(), gone.close()]);
     const ended = await client(inProcess(stack.app), OPERATOR_TOKEN).patch(
       `/admin/v1/campaigns/${w.campaign.id}`,
       {
@@ -59,7 +77,7 @@ describe('event schemas', () => {
           .from(events)
           .where(eq(events.campaignId, w.campaign.id))
           .orderBy(asc(events.seq)),
-      (list) => list.length >= 6,
+      (list) => list.length >= 9,
     );
     const seen = new Set<EmittedEventType>();
     for (const row of rows) {
@@ -70,14 +88,20 @@ describe('event schemas', () => {
       seen.add(row.type);
     }
     expect([...seen].sort()).toEqual(Object.keys(EVENT_SCHEMAS).sort());
-    expect(rows.map((r) => r.type)).toEqual([
-      'NEW_PARTICIPANT_ADDED',
-      'LOYALTY_ACTION_APPLIED',
-      'PARTICIPANT_REACHED_A_GOAL',
-      'LOYALTY_ACTION_APPLIED',
-      'PARTICIPANT_REACHED_A_GOAL',
-      'CAMPAIGN_ENDED',
-    ]);
+    expect(rows.map((r) => r.type).sort()).toEqual(
+      [
+        'NEW_PARTICIPANT_ADDED',
+        'LOYALTY_ACTION_APPLIED',
+        'PARTICIPANT_REACHED_A_GOAL',
+        'LOYALTY_ACTION_APPLIED',
+        'PARTICIPANT_REACHED_A_GOAL',
+        'PARTICIPANT_REWARD_FULFILLED',
+        'PARTICIPANT_REWARD_FULFILLED',
+        'WEBHOOK_ENDPOINT_DISABLED',
+        'CAMPAIGN_ENDED',
+      ].sort(),
+    );
+    expect(rows.at(-1)!.type).toBe('CAMPAIGN_ENDED');
   });
 
   it('an event whose data does not fit its type does not compile, and the schema refuses it', () => {

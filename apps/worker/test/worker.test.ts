@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
-import { enqueueActions, JOBS } from '@stampcard/jobs';
+import { dispatchByName, enqueueActions, JOBS } from '@stampcard/jobs';
 import { Queue, Worker } from 'bullmq';
 import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -10,7 +10,6 @@ import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
-import { dispatchByName } from '../src/processors/index';
 
 describe('ActionBatcher', () => {
   /** A fake `apply` that records its calls; ids containing "bad" make the whole call throw. */
@@ -209,7 +208,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     );
     const job = await finished(id, 'failed');
     expect(job.attemptsMade).toBe(1);
-    expect(job.failedReason).toBe('Unknown job name: not in the job catalog');
+    expect(job.failedReason).toBe('Unknown job name: not in the job catalog for this process');
   });
 });
 
@@ -231,7 +230,7 @@ describe('a job that fails', () => {
     const queue = new Queue(JOBS['loyalty-action.apply'].queue, { connection: stack.redis, prefix });
     const worker = new Worker(
       JOBS['loyalty-action.apply'].queue,
-      dispatchByName({ 'loyalty-action.apply': applyLoyaltyAction(batcher) }),
+      dispatchByName<'worker'>({ 'loyalty-action.apply': applyLoyaltyAction(batcher) }),
       {
         connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
         prefix,

@@ -51,6 +51,51 @@ export const envSchema = z.object({
    * @defaultValue unset: no heartbeat file
    */
   HEARTBEAT_FILE: z.string().min(1).optional(),
+  /**
+   * Deliver webhooks to private, loopback, link-local and other non-public addresses (local receivers, tests).
+   * @defaultValue false
+   */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
+  /**
+   * The delays before each retry of a failed delivery, in ms, comma-separated; a message is attempted once
+   * plus once per entry, then dead-lettered. Each delay gets ±10 % jitter.
+   * @defaultValue 0,5000,300000,1800000,7200000,18000000,36000000,36000000 (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h)
+   */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .regex(/^\s*\d{1,10}(\s*,\s*\d{1,10}){0,49}\s*$/, 'comma-separated delays in ms (at most 50)')
+    .default('0,5000,300000,1800000,7200000,18000000,36000000,36000000')
+    .transform((v) => v.split(',').map((d) => Number(d.trim()))),
+  /**
+   * Longest a delivery may take, connection to last byte read, in ms.
+   * @defaultValue 15000
+   */
+  WEBHOOK_TIMEOUT_MS: intFromEnv(15_000, 100),
+  /**
+   * An endpoint whose attempts have all failed for this long is disabled, in ms.
+   * @defaultValue 432000000 (5 days)
+   */
+  WEBHOOK_DISABLE_AFTER_MS: intFromEnv(5 * 24 * 3600 * 1000, 1000),
+  /**
+   * Deliveries one dispatcher process makes at once.
+   * @defaultValue 64
+   */
+  DISPATCHER_CONCURRENCY: intFromEnv(64, 1),
+  /**
+   * Deliveries one dispatcher process makes at once to a single endpoint: a slow endpoint holds at most this
+   * many of the process's slots, so the others keep flowing.
+   * @defaultValue 8
+   */
+  WEBHOOK_ENDPOINT_CONCURRENCY: intFromEnv(8, 1),
+  /**
+   * How often the dispatcher sweeps the outbox for events not yet fanned out and messages whose job is
+   * missing, in ms.
+   * @defaultValue 1000
+   */
+  DISPATCH_SWEEP_MS: intFromEnv(1000, 50),
   /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
   SUPPORT_URL: z.url().optional(),
 });

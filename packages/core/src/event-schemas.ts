@@ -7,8 +7,8 @@ import { ActionView, CampaignRef, ParticipantRewardWithRewardView, ParticipantVi
  * not describe; receivers, the dispatcher and tests parse with the same schemas.
  *
  * Only the types something emits have a schema. The contract's other types (`PARTICIPANT_UPDATED`,
- * `PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_REWARD_FULFILLED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`,
- * `REWARD_FORM_REVIEWED`) get theirs with the feature that emits them: until then they cannot be emitted.
+ * `PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`, `REWARD_FORM_REVIEWED`) get
+ * theirs with the feature that emits them: until then they cannot be emitted.
  */
 export const EVENT_SCHEMAS = {
   NEW_PARTICIPANT_ADDED: z.strictObject({ participant: ParticipantView, campaign: CampaignRef }),
@@ -25,7 +25,26 @@ export const EVENT_SCHEMAS = {
     reward: ParticipantRewardWithRewardView,
     campaign: CampaignRef,
   }),
+  /** A FULFILMENT endpoint answered 2xx to the goal: the reward is FULFILLED. */
+  PARTICIPANT_REWARD_FULFILLED: z.strictObject({
+    participant: ParticipantView,
+    reward: ParticipantRewardWithRewardView,
+    campaign: CampaignRef,
+  }),
   CAMPAIGN_ENDED: z.strictObject({ campaign: CampaignRef }),
+  /** An endpoint stopped receiving: it answered 410 Gone, or every attempt failed for 5 days. */
+  WEBHOOK_ENDPOINT_DISABLED: z.strictObject({
+    endpoint: z.strictObject({
+      id: z.string(),
+      url: z.string(),
+      kind: z.enum(['NOTIFY', 'FULFILMENT']),
+      description: z.string(),
+    }),
+    reason: z.enum(['GONE', 'FAILING']),
+    /** When its failures began (UTC ms); null for a 410. */
+    failingSince: z.number().int().nullable(),
+    campaign: z.strictObject({ id: z.string() }),
+  }),
 } as const;
 
 export type EmittedEventType = keyof typeof EVENT_SCHEMAS;

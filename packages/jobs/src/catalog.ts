@@ -1,7 +1,9 @@
 import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
 
-type JobDefinition = { queue: string; payload: z.ZodType; options: JobsOptions };
+/** Which process runs a job: the worker applies actions, the dispatcher fans events out and delivers them. */
+export type Consumer = 'worker' | 'dispatcher';
+type JobDefinition = { queue: string; consumer: Consumer; payload: z.ZodType; options: JobsOptions };
 
 /**
  * The job catalog, shared by producers (API, relay) and consumers (worker): each job's name, keyed as BullMQ
@@ -11,10 +13,42 @@ type JobDefinition = { queue: string; payload: z.ZodType; options: JobsOptions }
 export const JOBS = {
   'loyalty-action.apply': {
     queue: 'loyalty-actions',
+    consumer: 'worker',
     payload: z.strictObject({ actionId: z.string().startsWith('act_') }),
     options: {
       attempts: 8,
       backoff: { type: 'exponential', delay: 500 },
+      removeOnComplete: { age: 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
+  /** Outbox events a worker just committed, to fan out to their endpoints (a sweep catches any this misses). */
+  'webhook-events.fan-out': {
+    queue: 'webhook-events',
+    consumer: 'dispatcher',
+    payload: z.strictObject({ eventIds: z.array(z.string().startsWith('evt_')).min(1).max(5000) }),
+    options: {
+      attempts: 5,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
+  /**
+   * The delivery of a webhook message (job id `<messageId>-<generation>`, see `deliveryJobId`). The message's
+   * retry schedule lives in PostgreSQL: a failed attempt is not a failed job, it is the same job delayed to
+   * the next attempt. The job's own retries only cover the dispatcher's stores failing.
+   */
+  'webhook-message.deliver': {
+    queue: 'webhook-deliveries',
+    consumer: 'dispatcher',
+    payload: z.strictObject({
+      messageId: z.string().startsWith('msg_'),
+      generation: z.number().int().min(0),
+    }),
+    options: {
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1000 },
       removeOnComplete: { age: 3600, count: 10_000 },
       removeOnFail: { age: 7 * 24 * 3600 },
     },
@@ -27,6 +61,22 @@ export type QueueName = (typeof JOBS)[JobName]['queue'];
 
 /** Every queue a job of the catalog runs on, once. */
 export const QUEUE_NAMES = [...new Set(Object.values(JOBS).map((j) => j.queue))] as QueueName[];
+
+/** The jobs a process of kind `C` runs. */
+export type JobNameOf<C extends Consumer> = {
+  [N in JobName]: (typeof JOBS)[N]['consumer'] extends C ? N : never;
+}[JobName];
+
+/** The queues a process of kind `consumer` takes jobs from. */
+export function queuesOf(consumer: Consumer): QueueName[] {
+  return [
+    ...new Set(
+      Object.values(JOBS)
+        .filter((j) => j.consumer === consumer)
+        .map((j) => j.queue),
+    ),
+  ];
+}
 
 /** Whether `name` (a string from Redis) is a job of the catalog; the catalog is never indexed otherwise. */
 export function isJobName(name: string): name is JobName {

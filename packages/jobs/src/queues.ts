@@ -52,6 +52,54 @@ export async function enqueue<N extends JobName>(queues: Queues, name: N, list: 
   );
 }
 
+const LIVE_STATES = new Set(['waiting', 'active', 'delayed', 'prioritized', 'waiting-children']);
+
+/**
+ * Makes sure each job (by its id) is live in its queue: added when missing, added again when it has finished
+ * (completed or failed), left alone while it waits, runs or is delayed. The relays and the operator's
+ * replay use it, since adding a job whose id BullMQ still keeps, even finished, does nothing.
+ * Answers how many were added and how many of those had finished before.
+ */
+export async function ensureJobs<N extends JobName>(
+  queues: Queues,
+  name: N,
+  list: (NewJob<N> & { jobId: string })[],
+): Promise<{ added: number; restarted: number }> {
+  const queue = queues.forJob(name);
+  const toAdd: (NewJob<N> & { jobId: string })[] = [];
+  let restarted = 0;
+  for (let i = 0; i < list.length; i += 50) {
+    const chunk = list.slice(i, i + 50);
+    await Promise.all(
+      chunk.map(async (item) => {
+        const job = await queue.getJob(item.jobId);
+        if (!job) return void toAdd.push(item);
+        const state = await job.getState();
+        if (LIVE_STATES.has(state)) return;
+        // Finished, or gone between the two reads: remove what is left so the same id can be added again.
+        await job.remove().catch(() => {});
+        restarted += 1;
+        toAdd.push(item);
+      }),
+    );
+  }
+  await enqueue(queues, name, toAdd);
+  return { added: toAdd.length, restarted };
+}
+
+/** A message's delivery job id: one job per generation of the message. */
+export const deliveryJobId = (m: { messageId: string; generation: number }) =>
+  `${m.messageId}-${m.generation}`;
+
+/** Puts webhook messages (at their current generation) in the delivery queue, in one round trip. */
+export function scheduleDeliveries(queues: Queues, list: { messageId: string; generation: number }[]) {
+  return enqueue(
+    queues,
+    'webhook-message.deliver',
+    list.map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
+  );
+}
+
 /** Puts accepted actions in the queue. The job id is the action id, so an action already queued is not added twice. */
 export function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
   return enqueue(

@@ -1,5 +1,5 @@
+import type { Processor } from '@stampcard/jobs';
 import type { ActionBatcher } from '../batcher';
-import type { Processor } from './index';
 
 /**
  * `loyalty-action.apply`: hands the action to the batcher, which applies the actions of concurrent jobs in

@@ -178,7 +178,15 @@ export type AppliedAction = {
  * cannot deadlock and never over-award. Counts, unlocks, counters and outbox events commit together.
  */
 export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<AppliedAction[]> {
-  if (actionIds.length === 0) return [];
+  return (await applyActionBatch(ctx, actionIds)).applied;
+}
+
+/** `applyActions`, also answering the ids of the events the batch wrote (for the dispatcher, after commit). */
+export async function applyActionBatch(
+  ctx: Ctx,
+  actionIds: string[],
+): Promise<{ applied: AppliedAction[]; eventIds: string[] }> {
+  if (actionIds.length === 0) return { applied: [], eventIds: [] };
   return ctx.db.transaction(async (db) => {
     const tx: Ctx = { ...ctx, db };
     const now = ctx.clock.now();
@@ -201,7 +209,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         ),
       )
       .returning();
-    if (claimed.length === 0) return [];
+    if (claimed.length === 0) return { applied: [], eventIds: [] };
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
 
     const pRows = await db
@@ -352,7 +360,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, updated_at timestamptz)
         where p.id = v.id`);
     }
-    await recordEvents(tx, outbox);
+    const eventIds = await recordEvents(tx, outbox);
     // Campaign rows are shared by every batch: their counters move last, right before commit.
     for (const [id, d] of [...campaignDelta].sort(([a], [b]) => a.localeCompare(b))) {
       await db
@@ -363,7 +371,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         })
         .where(eq(campaigns.id, id));
     }
-    return results;
+    return { applied: results, eventIds };
   });
 }
 

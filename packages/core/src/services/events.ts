@@ -13,13 +13,19 @@ export const EVENT_TYPES = [
   'PARTICIPANT_SUBMITTED_REWARD_FORM',
   'REWARD_FORM_REVIEWED',
   'CAMPAIGN_ENDED',
+  'WEBHOOK_ENDPOINT_DISABLED',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 export type { NewEvent };
 
-/** Writes events to the outbox. Call it inside the transaction of the change that causes them. */
-export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<void> {
-  if (list.length === 0) return;
+/**
+ * Writes events to the outbox. Call it inside the transaction of the change that causes them. Answers their
+ * ids, which the caller may hand to the dispatcher once the transaction has committed.
+ */
+export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]> {
+  if (list.length === 0) return [];
   const createdAt = ctx.clock.now();
-  await ctx.db.insert(events).values(list.map((e) => ({ id: newId('event'), createdAt, ...e })));
+  const rows = list.map((e) => ({ id: newId('event'), createdAt, ...e }));
+  await ctx.db.insert(events).values(rows);
+  return rows.map((r) => r.id);
 }

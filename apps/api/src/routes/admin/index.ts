@@ -9,6 +9,7 @@ import { registerListQueues } from './queues/list-queues';
 import { registerCreateReward } from './rewards/create-reward';
 import { registerUpdateReward } from './rewards/update-reward';
 import { registerCreateUser } from './users/create-user';
+import { registerWebhookAdmin } from './webhooks/index';
 
 /** The operator API (`/admin/v1`), one file per endpoint. */
 export function registerAdmin(app: App) {
@@ -22,4 +23,5 @@ export function registerAdmin(app: App) {
   registerCreateReward(app);
   registerUpdateReward(app);
   registerListQueues(app);
+  registerWebhookAdmin(app);
 }

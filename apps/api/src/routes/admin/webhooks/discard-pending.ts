@@ -1,0 +1,19 @@
+import { createRoute } from '@hono/zod-openapi';
+import { discardPendingMessages } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+import { endpointIdParam } from './schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/webhook-endpoints/{id}/discard-pending',
+  summary: 'Drop the messages an endpoint still has to deliver (e.g. kept while it was disabled)',
+  tags: ['Webhooks'],
+  request: { params: endpointIdParam },
+  responses: { ...okResponse('`{ discarded }`'), ...errorResponses },
+});
+
+export const registerDiscardPending = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await discardPendingMessages(c.get('ctx'), c.req.valid('param').id), 200),
+  );

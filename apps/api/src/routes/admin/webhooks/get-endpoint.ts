@@ -1,0 +1,17 @@
+import { createRoute } from '@hono/zod-openapi';
+import { getEndpoint } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+import { endpointIdParam } from './schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/admin/v1/webhook-endpoints/{id}',
+  summary: 'A webhook endpoint: its settings, and why it is disabled if it is',
+  tags: ['Webhooks'],
+  request: { params: endpointIdParam },
+  responses: { ...okResponse('The endpoint'), ...errorResponses },
+});
+
+export const registerGetEndpoint = (app: App) =>
+  app.openapi(route, async (c) => c.json(await getEndpoint(c.get('ctx'), c.req.valid('param').id), 200));

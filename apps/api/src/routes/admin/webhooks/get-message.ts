@@ -1,0 +1,16 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { getMessage } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/admin/v1/webhook-messages/{id}',
+  summary: 'A webhook message with every attempt (time, status, latency, answer excerpt, error class)',
+  tags: ['Webhooks'],
+  request: { params: z.object({ id: z.string().min(1).max(64) }) },
+  responses: { ...okResponse('The message'), ...errorResponses },
+});
+
+export const registerGetMessage = (app: App) =>
+  app.openapi(route, async (c) => c.json(await getMessage(c.get('ctx'), c.req.valid('param').id), 200));

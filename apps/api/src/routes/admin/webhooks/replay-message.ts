@@ -1,0 +1,21 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { replayMessage } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+import { queueDeliveries } from './schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/webhook-messages/{id}/replay',
+  summary: 'Deliver one message again, same id, fresh retry schedule',
+  tags: ['Webhooks'],
+  request: { params: z.object({ id: z.string().min(1).max(64) }) },
+  responses: { ...okResponse('The message'), ...errorResponses },
+});
+
+export const registerReplayMessage = (app: App) =>
+  app.openapi(route, async (c) => {
+    const { message, scheduled } = await replayMessage(c.get('ctx'), c.req.valid('param').id);
+    await queueDeliveries(c, [scheduled]);
+    return c.json(message, 200);
+  });

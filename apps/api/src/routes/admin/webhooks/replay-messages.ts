@@ -1,0 +1,27 @@
+import { replayMessages } from '@stampcard/core';
+import type { App } from '../../../env';
+import { createBodyRoute } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { endpointIdParam, queueDeliveries, ReplayBody } from './schemas';
+
+const route = createBodyRoute({
+  method: 'post',
+  path: '/admin/v1/webhook-endpoints/{id}/replay',
+  summary: "Deliver again an endpoint's messages that match (default: FAILED), each once",
+  description:
+    'Filters: `status` (FAILED, SUCCEEDED or DISCARDED), `eventType`, `since`/`until` (UTC ms). At most 10,000 per call (`more` says when to call again).',
+  tags: ['Webhooks'],
+  request: { params: endpointIdParam, body: jsonBody(ReplayBody) },
+  responses: { ...okResponse('`{ replayed, more, endpointEnabled }`'), ...errorResponses },
+});
+
+export const registerReplayMessages = (app: App) =>
+  app.openapi(route, async (c) => {
+    const { scheduled, ...answer } = await replayMessages(
+      c.get('ctx'),
+      c.req.valid('param').id,
+      c.req.valid('json'),
+    );
+    if (answer.endpointEnabled) await queueDeliveries(c, scheduled);
+    return c.json(answer, 200);
+  });

@@ -1,0 +1,19 @@
+import { rotateSecret } from '@stampcard/core';
+import type { App } from '../../../env';
+import { createBodyRoute } from '../../../lib/body';
+import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { endpointIdParam, RotateBody } from './schemas';
+
+const route = createBodyRoute({
+  method: 'post',
+  path: '/admin/v1/webhook-endpoints/{id}/rotate-secret',
+  summary: 'A new signing secret, shown once; the old one keeps signing beside it for `overlapMs` (24 h)',
+  tags: ['Webhooks'],
+  request: { params: endpointIdParam, body: jsonBody(RotateBody) },
+  responses: { ...okResponse('The endpoint with its new `secret`'), ...errorResponses },
+});
+
+export const registerRotateSecret = (app: App) =>
+  app.openapi(route, async (c) =>
+    c.json(await rotateSecret(c.get('ctx'), c.req.valid('param').id, c.req.valid('json').overlapMs), 200),
+  );

@@ -1,0 +1,24 @@
+import { createRoute } from '@hono/zod-openapi';
+import { createTestMessage } from '@stampcard/core';
+import type { App } from '../../../env';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+import { endpointIdParam, queueDeliveries } from './schemas';
+
+const route = createRoute({
+  method: 'post',
+  path: '/admin/v1/webhook-endpoints/{id}/test',
+  summary: 'Send a signed WEBHOOK_TEST message to this endpoint only; follow it in its messages',
+  tags: ['Webhooks'],
+  request: { params: endpointIdParam },
+  responses: { ...okResponse('`{ messageId, endpointEnabled }`'), ...errorResponses },
+});
+
+export const registerSendTest = (app: App) =>
+  app.openapi(route, async (c) => {
+    const { messageId, generation, endpointEnabled } = await createTestMessage(
+      c.get('ctx'),
+      c.req.valid('param').id,
+    );
+    if (endpointEnabled) await queueDeliveries(c, [{ messageId, generation }]);
+    return c.json({ messageId, endpointEnabled }, 200);
+  });

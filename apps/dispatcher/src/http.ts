@@ -1,0 +1,122 @@
+import { checkDestination, DestinationRefusedError, publicOnlyLookup } from '@stampcard/webhooks';
+import { Agent, buildConnector, request } from 'undici';
+
+/** At most this much of an answer is read, and kept with the attempt. */
+export const MAX_ANSWER_BYTES = 4096;
+
+export type SenderOptions = {
+  /** Longest a delivery may take, connection to last byte read, in ms (`WEBHOOK_TIMEOUT_MS`). */
+  timeoutMs: number;
+  /**
+   * Allow non-public destinations (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
+   * @defaultValue false
+   */
+  allowPrivateNetworks?: boolean;
+  /**
+   * Idle keep-alive connections kept per origin, in ms before they close.
+   * @defaultValue 30000
+   */
+  keepAliveMs?: number;
+};
+
+/** What came back from one POST, or why nothing did. */
+export type SendResult = {
+  statusCode: number | null;
+  retryAfter: string | null;
+  /** The first 4 KiB of the answer, as text; null when no answer came. */
+  responseExcerpt: string | null;
+  latencyMs: number;
+  /** Null when an answer came; else `TIMEOUT`, `REFUSED_ADDRESS`, `DNS`, `TLS` or `CONNECTION`. */
+  errorClass: string | null;
+};
+
+function classify(err: unknown): string {
+  for (
+    let e = err as { code?: string; name?: string; cause?: unknown } | undefined;
+    e;
+    e = e.cause as typeof e
+  ) {
+    if (e instanceof DestinationRefusedError || e.code === 'EDESTINATIONREFUSED') return 'REFUSED_ADDRESS';
+    if (
+      e.name === 'TimeoutError' ||
+      e.name === 'AbortError' ||
+      e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+      e.code === 'UND_ERR_BODY_TIMEOUT' ||
+      e.code === 'UND_ERR_CONNECT_TIMEOUT' ||
+      e.code === 'ETIMEDOUT'
+    )
+      return 'TIMEOUT';
+    if (e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN') return 'DNS';
+    if (e.code?.startsWith('ERR_TLS') || e.code?.includes('CERT') || e.code === 'EPROTO') return 'TLS';
+  }
+  return 'CONNECTION';
+}
+
+/** Reads at most `MAX_ANSWER_BYTES` of a body, then drops the rest (and, if there was more, the connection). */
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= MAX_ANSWER_BYTES) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
+}
+
+/**
+ * POSTs deliveries. One undici agent keeps connections alive per origin and reuses them. Every connection
+ * resolves its host through `publicOnlyLookup`, which refuses non-public addresses and hands the socket the
+ * very address it checked; a host written as an IP literal is checked before sending (no lookup runs for it).
+ * Redirects are not followed: a 3xx is an answer like any other non-2xx.
+ */
+export function createSender(opts: SenderOptions) {
+  const guard = { allowPrivateNetworks: opts.allowPrivateNetworks ?? false };
+  const agent = new Agent({
+    connect: buildConnector({ lookup: publicOnlyLookup(guard), timeout: opts.timeoutMs }),
+    keepAliveTimeout: opts.keepAliveMs ?? 30_000,
+    keepAliveMaxTimeout: opts.keepAliveMs ?? 30_000,
+    headersTimeout: opts.timeoutMs,
+    bodyTimeout: opts.timeoutMs,
+  });
+
+  async function send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    try {
+      checkDestination(url, guard);
+      const res = await request(url, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json', 'user-agent': 'Stampcard-Webhooks/1', ...headers },
+        body,
+        signal: AbortSignal.timeout(opts.timeoutMs),
+      });
+      const retryAfter = res.headers['retry-after'];
+      // The status decides; an answer body that stalls or breaks off only loses its excerpt.
+      const excerpt = await readExcerpt(res.body).catch(() => null);
+      return {
+        statusCode: res.statusCode,
+        retryAfter: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : (retryAfter ?? null),
+        responseExcerpt: excerpt,
+        latencyMs: elapsed(),
+        errorClass: null,
+      };
+    } catch (err) {
+      return {
+        statusCode: null,
+        retryAfter: null,
+        responseExcerpt: null,
+        latencyMs: elapsed(),
+        errorClass: classify(err),
+      };
+    }
+  }
+
+  return { send, close: () => agent.close() };
+}
+
+export type Sender = ReturnType<typeof createSender>;

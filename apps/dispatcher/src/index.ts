@@ -1,0 +1,132 @@
+import type { Logger } from '@stampcard/config';
+import type { Ctx } from '@stampcard/core';
+import { type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import type { Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { createSender } from './http';
+import { deliverMessage } from './processors/deliver';
+import { fanOut } from './processors/fan-out';
+import { createSweeper } from './sweeper';
+import { createEndpointGate, createInFlight } from './throttle';
+
+export { createSender, MAX_ANSWER_BYTES } from './http';
+export { createEndpointGate } from './throttle';
+
+export type DispatcherOptions = {
+  ctx: Ctx;
+  connection: Redis;
+  queues: Queues;
+  prefix: string;
+  logger: Logger;
+  /** Delays before each retry, in ms (`WEBHOOK_RETRY_SCHEDULE`). */
+  retrySchedule: readonly number[];
+  /**
+   * Longest a delivery may take, in ms (`WEBHOOK_TIMEOUT_MS`).
+   * @defaultValue 15000
+   */
+  timeoutMs?: number;
+  /**
+   * An endpoint failing for this long is disabled, in ms (`WEBHOOK_DISABLE_AFTER_MS`).
+   * @defaultValue 432000000 (5 days)
+   */
+  disableAfterMs?: number;
+  /**
+   * Deliver to non-public addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
+   * @defaultValue false
+   */
+  allowPrivateNetworks?: boolean;
+  /**
+   * Deliveries in flight at once in this process (`DISPATCHER_CONCURRENCY`).
+   * @defaultValue 64
+   */
+  concurrency?: number;
+  /**
+   * Deliveries in flight at once to one endpoint in this process (`WEBHOOK_ENDPOINT_CONCURRENCY`).
+   * @defaultValue 8
+   */
+  endpointConcurrency?: number;
+  /**
+   * Pause between sweeps of the outbox, in ms (`DISPATCH_SWEEP_MS`).
+   * @defaultValue 1000
+   */
+  sweepIntervalMs?: number;
+  /**
+   * A PENDING message overdue by this much is checked for a live delivery job, in ms.
+   * @defaultValue 30000
+   */
+  overdueGraceMs?: number;
+  /**
+   * Run the sweep's timer (tests call `sweeper.runOnce()` instead).
+   * @defaultValue true
+   */
+  sweep?: boolean;
+  /**
+   * Job lock, in ms: the jobs of a dispatcher that died are taken over within about 1.5 times this.
+   * @defaultValue 10000
+   */
+  lockMs?: number;
+};
+
+export type StampcardDispatcher = {
+  workers: Worker[];
+  isRunning(): boolean;
+  sweeper: ReturnType<typeof createSweeper>;
+  /** Stops taking jobs, finishes the deliveries in hand, stops the sweep, closes connections to receivers. */
+  close(): Promise<void>;
+};
+
+/**
+ * The dispatcher process: fans committed events out to their endpoints and delivers each message, signed,
+ * throttled, retried and recorded, with the sweep that makes sure nothing is left behind.
+ */
+export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
+  const sender = createSender({
+    timeoutMs: opts.timeoutMs ?? 15_000,
+    allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+  });
+  const processors: Processors<'dispatcher'> = {
+    'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
+    'webhook-message.deliver': deliverMessage({
+      ctx: opts.ctx,
+      queues: opts.queues,
+      logger: opts.logger,
+      sender,
+      gate: createEndpointGate(opts.connection, opts.prefix),
+      inFlight: createInFlight(opts.endpointConcurrency ?? 8),
+      policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
+    }),
+  };
+  const workers = startConsumers({
+    consumer: 'dispatcher',
+    processors,
+    connection: opts.connection,
+    prefix: opts.prefix,
+    concurrency: opts.concurrency ?? 64,
+    queueConcurrency: { 'webhook-events': 4 },
+    lockMs: opts.lockMs ?? 10_000,
+    // A delivery cut off by a dying process is taken over again rather than failed: it is at-least-once.
+    maxStalledCount: 5,
+    onFailed: (job, err) =>
+      opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
+    onError: (err) => opts.logger.error({ err }, 'dispatcher error'),
+  });
+  const sweeper = createSweeper({
+    ctx: opts.ctx,
+    queues: opts.queues,
+    logger: opts.logger,
+    intervalMs: opts.sweepIntervalMs ?? 1000,
+    overdueGraceMs: opts.overdueGraceMs ?? 30_000,
+    overdueEvery: 10,
+  });
+  if (opts.sweep !== false) sweeper.start();
+  return {
+    workers,
+    isRunning: () => workers.every((w) => w.isRunning()),
+    sweeper,
+    close: async () => {
+      await sweeper.stop();
+      await Promise.all(workers.map((w) => w.close()));
+      await sender.close();
+    },
+  };
+}

@@ -1,0 +1,48 @@
+import type { Logger } from '@stampcard/config';
+import { type Ctx, FAN_OUT_BATCH, fanOutEvents, findOverdueMessages } from '@stampcard/core';
+import { deliveryJobId, ensureJobs, periodic, type Queues, scheduleDeliveries } from '@stampcard/jobs';
+
+export type SweeperOptions = {
+  ctx: Ctx;
+  queues: Queues;
+  logger: Logger;
+  /** Pause between sweeps, in ms (`DISPATCH_SWEEP_MS`). */
+  intervalMs: number;
+  /** A PENDING message overdue by this much is checked for a live job, in ms. */
+  overdueGraceMs: number;
+  /** Overdue messages are looked for on every n-th sweep. */
+  overdueEvery: number;
+};
+
+/**
+ * What makes the outbox lossless: every sweep fans out the events nobody pushed to the dispatcher (those the
+ * API writes, or a worker's whose push failed), and every few sweeps makes sure each overdue PENDING message
+ * of an enabled endpoint has a live delivery job (Redis lost it, or a process died between commit and
+ * enqueue). Answers what it did.
+ */
+export function createSweeper(opts: SweeperOptions) {
+  let round = 0;
+  async function sweep() {
+    let events = 0;
+    let scheduled = 0;
+    for (;;) {
+      const batch = await fanOutEvents(opts.ctx);
+      await scheduleDeliveries(opts.queues, batch.scheduled);
+      events += batch.events;
+      scheduled += batch.scheduled.length;
+      if (batch.events < FAN_OUT_BATCH) break;
+    }
+    let requeued = 0;
+    if (round++ % opts.overdueEvery === 0) {
+      const overdue = await findOverdueMessages(opts.ctx, opts.overdueGraceMs);
+      ({ added: requeued } = await ensureJobs(
+        opts.queues,
+        'webhook-message.deliver',
+        overdue.map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
+      ));
+      if (requeued > 0) opts.logger.warn({ requeued }, 'sweep put webhook messages back in the queue');
+    }
+    return { events, scheduled, requeued };
+  }
+  return periodic(sweep, opts.intervalMs, (err) => opts.logger.error({ err }, 'dispatch sweep failed'));
+}

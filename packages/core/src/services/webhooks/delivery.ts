@@ -1,0 +1,285 @@
+import {
+  campaigns,
+  events,
+  participantRewards,
+  participants,
+  rewards,
+  webhookAttempts,
+  webhookEndpoints,
+  webhookMessages,
+} from '@stampcard/db';
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import type { Ctx } from '../../context';
+import { newId } from '../../ids';
+import { failedTooLong, judgeAttempt, nextRetryDelay, signingSecrets } from '../../rules/delivery';
+import { campaignRef, serializeParticipant, serializeParticipantRewardWithReward } from '../../serialize';
+import { type NewEvent, recordEvents } from '../events';
+import type { EndpointRow, MessageRow } from './views';
+
+/** Everything one delivery needs, read in one statement. */
+export type Delivery = {
+  message: MessageRow;
+  endpoint: EndpointRow;
+  /** The exact bytes sent (and signed): `{ type, timestamp, data }`. */
+  body: string;
+  /** The secrets that sign it now (two while a rotation overlaps). */
+  secrets: string[];
+};
+
+/**
+ * The message, its endpoint and its event, or why there is nothing to send: the message is gone (its
+ * endpoint was deleted), no longer PENDING, of another generation (replayed since its job was made), or its
+ * endpoint is disabled (the message waits for it).
+ */
+export async function loadDelivery(
+  ctx: Ctx,
+  messageId: string,
+  generation: number,
+): Promise<Delivery | { skip: 'GONE' | 'NOT_PENDING' | 'STALE' | 'HELD' }> {
+  const [row] = await ctx.db
+    .select({
+      message: webhookMessages,
+      endpoint: webhookEndpoints,
+      event: { type: events.type, createdAt: events.createdAt, data: events.data },
+    })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .leftJoin(events, eq(events.id, webhookMessages.eventId))
+    .where(eq(webhookMessages.id, messageId));
+  if (!row) return { skip: 'GONE' };
+  const { message, endpoint, event } = row;
+  if (message.generation !== generation) return { skip: 'STALE' };
+  if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
+  if (!endpoint.enabled) return { skip: 'HELD' };
+  const content =
+    message.testBody ??
+    (event && { type: event.type, timestamp: event.createdAt.getTime(), data: event.data });
+  if (!content) return { skip: 'GONE' };
+  return {
+    message,
+    endpoint,
+    body: JSON.stringify(content),
+    secrets: signingSecrets(endpoint, ctx.clock.now()),
+  };
+}
+
+/** What one attempt saw. `statusCode` is null when no answer came. */
+export type AttemptResult = {
+  attemptedAt: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  /** At most the first 4 KiB of the answer, as text. */
+  responseExcerpt: string | null;
+  /** The class of failure when there was no answer (`TIMEOUT`, `CONNECTION`, `REFUSED_ADDRESS`…). */
+  errorClass: string | null;
+  retryAfter: string | null;
+};
+
+export type DeliveryPolicy = {
+  /** Delays before each retry, in ms (`WEBHOOK_RETRY_SCHEDULE`). */
+  schedule: readonly number[];
+  /** An endpoint failing for this long is disabled (`WEBHOOK_DISABLE_AFTER_MS`). */
+  disableAfterMs: number;
+  /** In [0, 1): the jitter of the next retry. */
+  random: number;
+};
+
+/** What the dispatcher does next with the message's job. */
+export type AttemptOutcome =
+  | { next: 'DONE'; status: 'SUCCEEDED' | 'FAILED'; eventIds: string[] }
+  /** Try again at `at` (a retry, or after the endpoint's Retry-After). */
+  | { next: 'RETRY'; at: Date; throttled: boolean; eventIds: string[] }
+  /** The endpoint was disabled by this attempt; the message waits for it. */
+  | { next: 'HELD'; eventIds: string[] };
+
+const clipped = (s: string | null, max: number) => (s === null ? null : s.slice(0, max));
+
+/**
+ * Records an attempt and moves its message on, in one transaction: delivered (and, for a FULFILMENT
+ * endpoint's goal, the reward marked FULFILLED once); retried on the schedule; throttled (the attempt does
+ * not count); dead-lettered when the schedule is spent; or held because the endpoint was disabled (410, or
+ * failing for too long), with an event saying why. Answers the ids of the events it wrote.
+ */
+export async function recordAttempt(
+  ctx: Ctx,
+  delivery: Pick<Delivery, 'message' | 'endpoint'>,
+  result: AttemptResult,
+  policy: DeliveryPolicy,
+): Promise<AttemptOutcome> {
+  const { message, endpoint } = delivery;
+  const now = result.attemptedAt;
+  const verdict = judgeAttempt(result.statusCode, result.retryAfter, now);
+  return ctx.db.transaction(async (db) => {
+    const tx: Ctx = { ...ctx, db };
+    await db.insert(webhookAttempts).values({
+      id: newId('delivery'),
+      messageId: message.id,
+      endpointId: endpoint.id,
+      attemptedAt: now,
+      statusCode: result.statusCode,
+      latencyMs: Math.min(result.latencyMs, 2_147_483_647),
+      responseExcerpt: clipped(result.responseExcerpt, 4096),
+      errorClass: verdict.kind === 'SUCCEEDED' ? null : (result.errorClass ?? 'HTTP_STATUS'),
+      succeeded: verdict.kind === 'SUCCEEDED',
+      throttled: verdict.kind === 'THROTTLED',
+    });
+    const thisGeneration = and(
+      eq(webhookMessages.id, message.id),
+      eq(webhookMessages.generation, message.generation),
+      eq(webhookMessages.status, 'PENDING'),
+    );
+    const lastError =
+      result.statusCode === null ? (result.errorClass ?? 'CONNECTION') : `HTTP ${result.statusCode}`;
+
+    if (verdict.kind === 'SUCCEEDED') {
+      await db
+        .update(webhookMessages)
+        .set({
+          status: 'SUCCEEDED',
+          attempts: sql`${webhookMessages.attempts} + 1`,
+          lastStatusCode: result.statusCode,
+          lastError: null,
+          succeededAt: now,
+          updatedAt: now,
+        })
+        .where(thisGeneration);
+      if (endpoint.failingSince) {
+        await db
+          .update(webhookEndpoints)
+          .set({ failingSince: null })
+          .where(and(eq(webhookEndpoints.id, endpoint.id), isNotNull(webhookEndpoints.failingSince)));
+      }
+      const fulfilled =
+        endpoint.kind === 'FULFILMENT' &&
+        message.eventType === 'PARTICIPANT_REACHED_A_GOAL' &&
+        message.eventId
+          ? await fulfil(tx, message.eventId, now)
+          : [];
+      return { next: 'DONE', status: 'SUCCEEDED', eventIds: fulfilled };
+    }
+
+    if (verdict.kind === 'THROTTLED') {
+      const at = new Date(now.getTime() + verdict.retryAfterMs);
+      await db
+        .update(webhookMessages)
+        .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError, updatedAt: now })
+        .where(thisGeneration);
+      return { next: 'RETRY', at, throttled: true, eventIds: [] };
+    }
+
+    const attempts = message.attempts + 1;
+    const failingSince = endpoint.failingSince ?? now;
+    if (!endpoint.failingSince) {
+      await db
+        .update(webhookEndpoints)
+        .set({ failingSince: now })
+        .where(and(eq(webhookEndpoints.id, endpoint.id), isNull(webhookEndpoints.failingSince)));
+    }
+    const disable =
+      verdict.kind === 'GONE'
+        ? ('GONE' as const)
+        : failedTooLong(failingSince, now, policy.disableAfterMs)
+          ? ('FAILING' as const)
+          : null;
+    const delay = disable ? null : nextRetryDelay(policy.schedule, attempts, policy.random);
+    const at = delay === null ? now : new Date(now.getTime() + delay);
+    const dead = !disable && delay === null;
+    await db
+      .update(webhookMessages)
+      .set({
+        attempts,
+        status: dead ? 'FAILED' : 'PENDING',
+        nextAttemptAt: at,
+        lastStatusCode: result.statusCode,
+        lastError,
+        updatedAt: now,
+      })
+      .where(thisGeneration);
+    if (disable) {
+      const eventIds = await disableEndpoint(
+        tx,
+        endpoint,
+        disable,
+        disable === 'FAILING' ? failingSince : null,
+        now,
+      );
+      return { next: 'HELD', eventIds };
+    }
+    if (dead) return { next: 'DONE', status: 'FAILED', eventIds: [] };
+    return { next: 'RETRY', at, throttled: false, eventIds: [] };
+  });
+}
+
+/** Disables an endpoint that the receiver or its failures turned off, and records why, once. */
+async function disableEndpoint(
+  ctx: Ctx,
+  endpoint: EndpointRow,
+  reason: 'GONE' | 'FAILING',
+  failingSince: Date | null,
+  now: Date,
+): Promise<string[]> {
+  const [changed] = await ctx.db
+    .update(webhookEndpoints)
+    .set({ enabled: false, disabledReason: reason, disabledAt: now, updatedAt: now })
+    .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.enabled, true)))
+    .returning({ id: webhookEndpoints.id });
+  if (!changed) return [];
+  return recordEvents(ctx, [
+    {
+      campaignId: endpoint.campaignId,
+      type: 'WEBHOOK_ENDPOINT_DISABLED',
+      data: {
+        endpoint: {
+          id: endpoint.id,
+          url: endpoint.url,
+          kind: endpoint.kind,
+          description: endpoint.description,
+        },
+        reason,
+        failingSince: failingSince ? failingSince.getTime() : null,
+        campaign: { id: endpoint.campaignId },
+      },
+    },
+  ]);
+}
+
+/**
+ * A FULFILMENT endpoint took the goal: its reward becomes FULFILLED and `PARTICIPANT_REWARD_FULFILLED` is
+ * recorded. The update only matches a reward not yet fulfilled, so a second 2xx (a replay, a second
+ * FULFILMENT endpoint) changes nothing and records nothing.
+ */
+async function fulfil(ctx: Ctx, eventId: string, now: Date): Promise<string[]> {
+  const { db } = ctx;
+  const [goal] = await db.select({ data: events.data }).from(events).where(eq(events.id, eventId));
+  const participantRewardId = (goal?.data as { reward?: { id?: unknown } } | undefined)?.reward?.id;
+  if (typeof participantRewardId !== 'string') return [];
+  const [pr] = await db
+    .update(participantRewards)
+    .set({ status: 'FULFILLED', isFulfilled: true, fulfilledAt: now })
+    .where(
+      and(
+        eq(participantRewards.id, participantRewardId),
+        eq(participantRewards.isFulfilled, false),
+        eq(participantRewards.approved, true),
+      ),
+    )
+    .returning();
+  if (!pr) return [];
+  const [found] = await db
+    .select({ participant: participants, reward: rewards, campaign: campaigns })
+    .from(participants)
+    .innerJoin(rewards, eq(rewards.id, pr.rewardId))
+    .innerJoin(campaigns, eq(campaigns.id, pr.campaignId))
+    .where(eq(participants.id, pr.participantId));
+  if (!found) return [];
+  const event: NewEvent = {
+    campaignId: pr.campaignId,
+    type: 'PARTICIPANT_REWARD_FULFILLED',
+    data: {
+      participant: serializeParticipant(found.participant, { now }),
+      reward: serializeParticipantRewardWithReward(pr, found.reward),
+      campaign: campaignRef(found.campaign),
+    },
+  };
+  return recordEvents(ctx, [event]);
+}

@@ -1,0 +1,5 @@
+export * from './delivery';
+export * from './endpoints';
+export * from './fan-out';
+export * from './messages';
+export * from './views';

@@ -1,0 +1,172 @@
+import { type MessageStatus, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
+import { assertLive, type Ctx } from '../../context';
+import { notFound } from '../../errors';
+import { type AttemptRow, type MessageRow, serializeMessage } from './views';
+
+export type MessageFilter = {
+  status?: MessageStatus;
+  eventType?: string;
+  /** Made at or after, UTC ms. */
+  since?: number;
+  /** Made before, UTC ms. */
+  until?: number;
+};
+
+/** A message scheduled for delivery at a generation: what the caller puts in the delivery queue. */
+export type Scheduled = { messageId: string; generation: number };
+
+const conditions = (f: MessageFilter): (SQL | undefined)[] => [
+  f.status ? eq(webhookMessages.status, f.status) : undefined,
+  f.eventType ? eq(webhookMessages.eventType, f.eventType) : undefined,
+  f.since === undefined ? undefined : gte(webhookMessages.createdAt, new Date(f.since)),
+  f.until === undefined ? undefined : lt(webhookMessages.createdAt, new Date(f.until)),
+];
+
+async function attemptsOf(ctx: Ctx, ids: string[]): Promise<Map<string, AttemptRow[]>> {
+  const byMessage = new Map<string, AttemptRow[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return byMessage;
+  const rows = await ctx.db
+    .select()
+    .from(webhookAttempts)
+    .where(inArray(webhookAttempts.messageId, ids))
+    .orderBy(asc(webhookAttempts.attemptedAt), asc(webhookAttempts.id));
+  for (const a of rows) byMessage.get(a.messageId)!.push(a);
+  return byMessage;
+}
+
+/**
+ * An endpoint's messages, newest first, each with every attempt; paged by `after` (a message id from the
+ * previous page). Filters: status, event type, a time range.
+ */
+export async function listMessages(
+  ctx: Ctx,
+  endpointId: string,
+  filter: MessageFilter & { limit: number; after?: string },
+) {
+  const [endpoint] = await ctx.db
+    .select({ id: webhookEndpoints.id })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, endpointId));
+  if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
+  let cursor: SQL | undefined;
+  if (filter.after) {
+    const [from] = await ctx.db
+      .select({ createdAt: webhookMessages.createdAt, id: webhookMessages.id })
+      .from(webhookMessages)
+      .where(and(eq(webhookMessages.id, filter.after), eq(webhookMessages.endpointId, endpointId)));
+    if (!from) throw notFound(`Message ${filter.after} of endpoint ${endpointId}`);
+    cursor = or(
+      lt(webhookMessages.createdAt, from.createdAt),
+      and(eq(webhookMessages.createdAt, from.createdAt), lt(webhookMessages.id, from.id)),
+    );
+  }
+  const rows = await ctx.db
+    .select()
+    .from(webhookMessages)
+    .where(and(eq(webhookMessages.endpointId, endpointId), cursor, ...conditions(filter)))
+    .orderBy(desc(webhookMessages.createdAt), desc(webhookMessages.id))
+    .limit(filter.limit + 1);
+  const page = rows.slice(0, filter.limit);
+  const attempts = await attemptsOf(
+    ctx,
+    page.map((m) => m.id),
+  );
+  return {
+    messages: page.map((m) => serializeMessage(m, attempts.get(m.id)!)),
+    more: rows.length > filter.limit,
+    nextAfter: page.at(-1)?.id ?? null,
+  };
+}
+
+async function requireMessage(ctx: Ctx, id: string): Promise<MessageRow> {
+  const [row] = await ctx.db.select().from(webhookMessages).where(eq(webhookMessages.id, id));
+  if (!row) throw notFound(`Webhook message ${id}`);
+  return row;
+}
+
+/** One message with every attempt. */
+export async function getMessage(ctx: Ctx, id: string) {
+  const m = await requireMessage(ctx, id);
+  return serializeMessage(m, (await attemptsOf(ctx, [id])).get(id)!);
+}
+
+const replayed = (now: Date) => ({
+  status: 'PENDING' as const,
+  attempts: 0,
+  nextAttemptAt: now,
+  lastError: null,
+  updatedAt: now,
+  generation: sql`${webhookMessages.generation} + 1`,
+});
+
+/**
+ * Delivers one message again, whatever its status, on a fresh schedule and with the same `msg_` id (so a
+ * receiver that keeps ids sees a repeat, not a new event). A message already PENDING is only made due now.
+ * While its endpoint is disabled the message waits for it to be enabled again.
+ */
+export async function replayMessage(ctx: Ctx, id: string) {
+  await requireMessage(ctx, id);
+  assertLive(ctx);
+  const now = ctx.clock.now();
+  const [row] = await ctx.db
+    .update(webhookMessages)
+    .set(replayed(now))
+    .where(eq(webhookMessages.id, id))
+    .returning();
+  return {
+    message: serializeMessage(row!, (await attemptsOf(ctx, [id])).get(id)!),
+    scheduled: { messageId: row!.id, generation: row!.generation } satisfies Scheduled,
+  };
+}
+
+/** At most this many messages are replayed by one request; the answer says when more matched. */
+export const MAX_REPLAY = 10_000;
+
+/**
+ * Replays an endpoint's messages that match a filter (by default FAILED ones), each once: the messages are
+ * unique per (event, endpoint), so replaying twice never makes a second message for an event, and a message
+ * already PENDING does not match a second replay of FAILED ones.
+ */
+export async function replayMessages(ctx: Ctx, endpointId: string, filter: MessageFilter) {
+  const [endpoint] = await ctx.db
+    .select({ id: webhookEndpoints.id, enabled: webhookEndpoints.enabled })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, endpointId));
+  if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
+  const status = filter.status ?? 'FAILED';
+  const now = ctx.clock.now();
+  assertLive(ctx);
+  const matching = and(
+    eq(webhookMessages.endpointId, endpointId),
+    lte(webhookMessages.createdAt, now),
+    ...conditions({ ...filter, status }),
+  );
+  // One statement picks and replays, so two replays at once cannot both take a message.
+  const rows = await ctx.db
+    .update(webhookMessages)
+    .set(replayed(now))
+    .where(
+      inArray(
+        webhookMessages.id,
+        ctx.db
+          .select({ id: webhookMessages.id })
+          .from(webhookMessages)
+          .where(matching)
+          .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
+          .limit(MAX_REPLAY)
+          .for('update', { skipLocked: true }),
+      ),
+    )
+    .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation });
+  const [left] =
+    rows.length < MAX_REPLAY
+      ? []
+      : await ctx.db.select({ id: webhookMessages.id }).from(webhookMessages).where(matching).limit(1);
+  return {
+    replayed: rows.length,
+    more: left !== undefined,
+    endpointEnabled: endpoint.enabled,
+    scheduled: rows satisfies Scheduled[],
+  };
+}

@@ -1,0 +1,61 @@
+import type { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+
+export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+export type MessageRow = typeof webhookMessages.$inferSelect;
+export type AttemptRow = typeof webhookAttempts.$inferSelect;
+
+const ms = (d: Date | null) => (d ? d.getTime() : null);
+
+/** An endpoint as the operator API shows it: never its secrets (those are shown once, when made). */
+export function serializeEndpoint(e: EndpointRow, now: Date) {
+  const overlapping = e.previousSecret && e.previousSecretExpiresAt && e.previousSecretExpiresAt > now;
+  return {
+    id: e.id,
+    campaignId: e.campaignId,
+    url: e.url,
+    description: e.description,
+    eventTypes: e.eventTypes,
+    kind: e.kind,
+    enabled: e.enabled,
+    disabledReason: e.disabledReason,
+    disabledAt: ms(e.disabledAt),
+    rateLimit: e.rateLimit,
+    failingSince: ms(e.failingSince),
+    /** While a rotation overlaps, the time the previous secret stops signing. */
+    previousSecretExpiresAt: overlapping ? ms(e.previousSecretExpiresAt) : null,
+    createdAt: e.createdAt.getTime(),
+    updatedAt: e.updatedAt.getTime(),
+  };
+}
+
+export function serializeAttempt(a: AttemptRow) {
+  return {
+    id: a.id,
+    attemptedAt: a.attemptedAt.getTime(),
+    statusCode: a.statusCode,
+    latencyMs: a.latencyMs,
+    responseExcerpt: a.responseExcerpt,
+    errorClass: a.errorClass,
+    succeeded: a.succeeded,
+    throttled: a.throttled,
+  };
+}
+
+export function serializeMessage(m: MessageRow, attempts: AttemptRow[]) {
+  return {
+    id: m.id,
+    endpointId: m.endpointId,
+    campaignId: m.campaignId,
+    eventId: m.eventId,
+    eventType: m.eventType,
+    status: m.status,
+    attempts: m.attempts,
+    nextAttemptAt: m.status === 'PENDING' ? m.nextAttemptAt.getTime() : null,
+    lastStatusCode: m.lastStatusCode,
+    lastError: m.lastError,
+    createdAt: m.createdAt.getTime(),
+    updatedAt: m.updatedAt.getTime(),
+    succeededAt: ms(m.succeededAt),
+    attemptLog: attempts.map(serializeAttempt),
+  };
+}

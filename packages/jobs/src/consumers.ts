@@ -1,0 +1,110 @@
+import { safeError } from '@stampcard/config';
+import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  type Consumer,
+  isJobName,
+  JOBS,
+  type JobName,
+  type JobNameOf,
+  type JobPayload,
+  type QueueName,
+  queuesOf,
+} from './catalog';
+
+/**
+ * What runs a job: it receives the payload its name gives, already validated, the job and the lock token
+ * (to move the job to delayed).
+ */
+export type Processor<N extends JobName> = (
+  payload: JobPayload<N>,
+  job: Job,
+  token?: string,
+) => Promise<unknown>;
+/**
+ * One processor for every job a process of kind `C` runs: a job added to the catalog for it without one does
+ * not compile.
+ */
+export type Processors<C extends Consumer> = { [N in JobNameOf<C>]: Processor<N> };
+
+/**
+ * BullMQ keeps a failed job's message and stack in Redis and shows them on the dashboard. A database error's
+ * message carries the query's parameters (participants' emails, names, metadata), so the job fails with its
+ * class and code only; the full error goes to the log through its safe serializer.
+ */
+export function jobFailure(err: unknown): Error {
+  const info = safeError(err);
+  const causes: string[] = [];
+  for (let at: Record<string, unknown> | undefined = info; at; at = at.cause as typeof info | undefined) {
+    causes.push([at.type, at.code, at.constraint].filter(Boolean).join(' '));
+  }
+  return new Error(`job failed: ${causes.join(' <- ')}`, { cause: err });
+}
+
+/**
+ * The BullMQ processor of a queue: finds the job's name in the catalog and its processor in the map,
+ * re-validates the payload (an unknown name or an invalid payload will never succeed, so it is not retried),
+ * and fails with a log-safe error.
+ */
+export function dispatchByName<C extends Consumer>(processors: Processors<C>) {
+  return async (job: Job, token?: string) => {
+    if (!isJobName(job.name) || !Object.hasOwn(processors, job.name)) {
+      throw new UnrecoverableError('Unknown job name: not in the job catalog for this process');
+    }
+    const name = job.name as JobNameOf<C>;
+    const parsed = JOBS[name].payload.safeParse(job.data);
+    if (!parsed.success) {
+      const where = parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'} ${i.code}`).join(', ');
+      throw new UnrecoverableError(`Invalid payload for ${name}: ${where}`);
+    }
+    const run = processors[name] as Processor<typeof name>;
+    try {
+      return await run(parsed.data as JobPayload<typeof name>, job, token);
+    } catch (err) {
+      // Moved to delayed on purpose (a retry, a throttle), or failed for good with a log-safe message: BullMQ
+      // must see this very error.
+      if (err instanceof DelayedError || err instanceof UnrecoverableError) throw err;
+      throw jobFailure(err);
+    }
+  };
+}
+
+export type ConsumerOptions<C extends Consumer> = {
+  consumer: C;
+  processors: Processors<C>;
+  connection: Redis;
+  prefix: string;
+  /** Jobs held at once, per queue. */
+  concurrency: number;
+  /**
+   * Another concurrency for some queues.
+   * @defaultValue none: every queue takes `concurrency`
+   */
+  queueConcurrency?: Partial<Record<QueueName, number>>;
+  /** Job lock, in ms; stalled jobs are looked for every half of it. */
+  lockMs: number;
+  /**
+   * Times a job may stall (its process died holding it) before it is failed.
+   * @defaultValue 1, as BullMQ
+   */
+  maxStalledCount?: number;
+  onFailed(job: Job | undefined, err: Error): void;
+  onError(err: Error): void;
+};
+
+/** One BullMQ worker per queue that a process of kind `consumer` takes jobs from. */
+export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Worker[] {
+  return queuesOf(opts.consumer).map((queue) => {
+    const worker = new Worker(queue, dispatchByName(opts.processors), {
+      connection: opts.connection,
+      prefix: opts.prefix,
+      concurrency: opts.queueConcurrency?.[queue] ?? opts.concurrency,
+      lockDuration: opts.lockMs,
+      stalledInterval: Math.ceil(opts.lockMs / 2),
+      maxStalledCount: opts.maxStalledCount ?? 1,
+    });
+    worker.on('failed', opts.onFailed);
+    worker.on('error', opts.onError);
+    return worker;
+  });
+}

@@ -85,4 +85,135 @@ describe('delivery', () => {
       [200, null, 'ok'],
     ]);
   });
+
+  it('a receiver slower than WEBHOOK_TIMEOUT_MS is timed out, and the retry delivers', async () => {
+    const rx = await receiver((_r, n) => (n === 0 ? { delayMs: 1500 } : {}));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    await rx.waitFor(2);
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(m.attemptLog.map((a: any) => [a.statusCode, a.errorClass])).toEqual([
+      [null, 'TIMEOUT'],
+      [200, null],
+    ]);
+    expect(m.attemptLog[0].latencyMs).toBeGreaterThanOrEqual(900);
+    expect(m.attemptLog[0].latencyMs).toBeLessThan(1500);
+  });
+
+  it('a redirect is not followed: a 3xx is a failed attempt, and the target never hears of it', async () => {
+    const target = await receiver();
+    const rx = await receiver(() => ({ status: 307, headers: { location: target.url } }));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'FAILED',
+    );
+    expect(m.attempts).toBe(4);
+    expect(m.attemptLog.every((a: any) => a.statusCode === 307 && !a.succeeded)).toBe(true);
+    expect(target.received).toHaveLength(0);
+  });
+
+  it('when every attempt of the schedule fails the message is dead-lettered, and replay delivers it with the same id', async () => {
+    let healthy = false;
+    const rx = await receiver(() => (healthy ? {} : { status: 502 }));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const [dead] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'FAILED',
+    );
+    // Once plus once per entry of the schedule (50,100,200): four attempts, then nothing more.
+    expect(dead.attempts).toBe(4);
+    expect(dead.nextAttemptAt).toBeNull();
+    expect(dead.lastError).toBe('HTTP 502');
+    await new Promise((r) => setTimeout(r, 400));
+    expect(rx.received).toHaveLength(4);
+    const failed = await stack.deps.queues.forJob('webhook-message.deliver').getFailed();
+    expect(failed.some((j) => j.data.messageId === dead.id)).toBe(true);
+
+    healthy = true;
+    const replay = await operator(stack).post(`/admin/v1/webhook-messages/${dead.id}/replay`);
+    expect(replay.status).toBe(200);
+    expect(replay.body).toMatchObject({ id: dead.id, status: 'PENDING', attempts: 0 });
+    await rx.waitFor(5);
+    expect(rx.received[4]!.headers['webhook-id']).toBe(dead.id);
+    const [done] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(done.attemptLog).toHaveLength(5);
+  });
+
+  it('429 with Retry-After holds the endpoint for that long, and the throttled attempt does not count', async () => {
+    const rx = await receiver((_r, n) => (n === 0 ? { status: 429, headers: { 'retry-after': '1' } } : {}));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const got = await rx.waitFor(2);
+    // The schedule's first retry is 50 ms away; the receiver asked for a second.
+    expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(950);
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(m.attempts).toBe(1);
+    expect(m.attemptLog.map((a: any) => [a.statusCode, a.throttled])).toEqual([
+      [429, true],
+      [200, false],
+    ]);
+  });
+
+  it('503 without Retry-After is an ordinary failure on the schedule', async () => {
+    const rx = await receiver((_r, n) => (n === 0 ? { status: 503 } : {}));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const got = await rx.waitFor(2);
+    expect(got[1]!.at - got[0]!.at).toBeLessThan(900);
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(m.attemptLog.map((a: any) => [a.statusCode, a.throttled])).toEqual([
+      [503, false],
+      [200, false],
+    ]);
+  });
+
+  it('keeps at most 4 KiB of an answer', async () => {
+    const rx = await receiver(() => ({ body: 'x'.repeat(100_000) }));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(m.attemptLog[0].responseExcerpt).toBe('x'.repeat(4096));
+  });
 });

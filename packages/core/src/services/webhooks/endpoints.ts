@@ -34,12 +34,15 @@ export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
 /** The URL, checked as it is registered: http(s), and an IP literal host must be public (unless allowed). */
 function checkedUrl(url: string, opts: EndpointOptions): string {
+  let msg: string;
   try {
     return checkDestination(url, opts).toString();
   } catch (err) {
-    if (!(err instanceof DestinationRefusedError)) throw err;
-    throw validationError([{ location: 'body', param: 'url', value: clip(url), msg: err.message }]);
+    if (err instanceof DestinationRefusedError) msg = err.message;
+    else if (err instanceof TypeError) msg = 'must be an absolute http or https URL';
+    else throw err;
   }
+  throw validationError([{ location: 'body', param: 'url', value: clip(url), msg }]);
 }
 
 async function requireEndpoint(ctx: Ctx, id: string): Promise<EndpointRow> {

@@ -81,3 +81,24 @@ export function publicOnlyLookup(opts: DestinationOptions = {}): LookupFunction 
     });
   };
 }
+
+/**
+ * `checkDestination`, and a host name must resolve, now, only to public addresses: what an operator registers
+ * is refused at once rather than at its first delivery. (Every connection checks again: see
+ * `publicOnlyLookup`.) A name that does not resolve yet is accepted; its deliveries fail until it does.
+ */
+export async function checkResolvedDestination(url: string, opts: DestinationOptions = {}): Promise<URL> {
+  const parsed = checkDestination(url, opts);
+  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  if (opts.allowPrivateNetworks || ipaddr.isValid(host)) return parsed;
+  // A resolver that does not answer within 2 s counts as "does not resolve yet": registration is not held.
+  const addresses = await new Promise<LookupAddress[]>((resolve) => {
+    const timer = setTimeout(() => resolve([]), 2000);
+    dnsLookup(host, { all: true }, (err, list) => {
+      clearTimeout(timer);
+      resolve(err ? [] : list);
+    });
+  });
+  for (const a of addresses) refuseUnlessPublic(a.address, opts);
+  return parsed;
+}

@@ -1,5 +1,5 @@
 import { campaigns, type EndpointKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { checkDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
+import { checkResolvedDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { assertLive, type Ctx, unitOfWork } from '../../context';
 import { clip, notFound, validationError } from '../../errors';
@@ -32,11 +32,14 @@ export type EndpointOptions = {
 /** The rotation overlap when the operator names none: old and new secrets both sign for 24 h. */
 export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
-/** The URL, checked as it is registered: http(s), and an IP literal host must be public (unless allowed). */
-function checkedUrl(url: string, opts: EndpointOptions): string {
+/**
+ * The URL, checked as it is registered: http(s), and its host, an IP literal or a name as it resolves now, must
+ * be public (unless allowed).
+ */
+async function checkedUrl(url: string, opts: EndpointOptions): Promise<string> {
   let msg: string;
   try {
-    return checkDestination(url, opts).toString();
+    return (await checkResolvedDestination(url, opts)).toString();
   } catch (err) {
     if (err instanceof DestinationRefusedError) msg = err.message;
     else if (err instanceof TypeError) msg = 'must be an absolute http or https URL';
@@ -58,7 +61,7 @@ export async function createEndpoint(
   input: EndpointInput,
   opts: EndpointOptions = {},
 ) {
-  const url = checkedUrl(input.url, opts);
+  const url = await checkedUrl(input.url, opts);
   const [campaign] = await ctx.db
     .select({ id: campaigns.id })
     .from(campaigns)
@@ -117,7 +120,7 @@ export async function updateEndpoint(
   patch: Partial<EndpointInput>,
   opts: EndpointOptions = {},
 ) {
-  const url = patch.url === undefined ? undefined : checkedUrl(patch.url, opts);
+  const url = patch.url === undefined ? undefined : await checkedUrl(patch.url, opts);
   return unitOfWork(ctx, async (tx) => {
     const now = ctx.clock.now();
     const [current] = await tx.db

@@ -15,6 +15,8 @@ export type TestStack = {
   /** The test's own handle on its database, for factories and for checking rows. */
   ctx: Ctx;
   deps: Deps;
+  /** The test database's URL (for a second process or pool). */
+  dbUrl: string;
   prefix: string;
   app: App;
   /** Set when started with `http: true`: the API served on a free local port. */
@@ -107,6 +109,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   return {
     ctx: { db: db.db, clock },
     deps: stack.deps!,
+    dbUrl: db.url,
     prefix,
     app: stack.app!,
     baseUrl: stack.api ? `http://127.0.0.1:${stack.api.port}` : null,

@@ -1,0 +1,96 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/support/client';
+import { startReceiver } from '../../../test/support/receiver';
+import { useTestStack } from '../../../test/support/use';
+import { goalWorld, messagesOf, registerEndpoint } from '../../../test/support/webhooks';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const LOCK_MS = 2000;
+
+const stack = useTestStack({ dispatcher: false, lockMs: LOCK_MS, retrySchedule: '50' });
+
+describe('a dispatcher killed mid-delivery', () => {
+  it('another dispatcher delivers the message again: same id, at least once, never after the success', async () => {
+    // The first request is held open, as by a receiver still working when the dispatcher dies.
+    const rx = await startReceiver((_r, n) => (n === 0 ? { hang: true } : {}));
+    try {
+      const w = await goalWorld(stack);
+      const ep = await registerEndpoint(stack, w.campaign.id, {
+        url: rx.url,
+        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+      });
+      await w.act();
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', 'dispatcher'], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          DATABASE_URL: stack.dbUrl,
+          QUEUE_PREFIX: stack.prefix,
+          WORKER_LOCK_MS: String(LOCK_MS),
+          WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+          WEBHOOK_TIMEOUT_MS: '600000',
+          LOG_LEVEL: 'silent',
+        },
+        stdio: 'ignore',
+      });
+      const exited = new Promise((resolve) => child.on('exit', resolve));
+      try {
+        await rx.waitFor(1, 20_000);
+      } finally {
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const [inFlight] = await messagesOf(stack, ep.id);
+      expect(inFlight).toMatchObject({ status: 'PENDING', attempts: 0 });
+
+      stack.startDispatcher();
+      const [done] = await eventually(
+        () => messagesOf(stack, ep.id),
+        (ms) => ms[0]?.status === 'SUCCEEDED',
+        LOCK_MS * 6,
+      );
+      expect(done.attemptLog).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, LOCK_MS));
+      expect(rx.received).toHaveLength(2);
+      expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual([done.id, done.id]);
+    } finally {
+      await rx.close();
+    }
+  });
+
+  it('the sweep fans out events nobody pushed, and re-queues messages whose job Redis lost', async () => {
+    const rx = await startReceiver();
+    try {
+      const dispatcher = stack.dispatcher ?? stack.startDispatcher();
+      const w = await goalWorld(stack);
+      const ep = await registerEndpoint(stack, w.campaign.id, { url: rx.url });
+      // The API writes NEW_PARTICIPANT_ADDED and pushes nothing: only the sweep hands it to the dispatcher.
+      await w.act();
+      await rx.waitFor(2);
+      expect(rx.received.map((r) => r.json.type).sort()).toEqual([
+        'LOYALTY_ACTION_APPLIED',
+        'PARTICIPANT_REACHED_A_GOAL',
+      ]);
+      const swept = await dispatcher.sweeper.runOnce();
+      expect(swept.events).toBeGreaterThanOrEqual(1);
+      await rx.waitFor(3);
+      expect(rx.received[2]!.json.type).toBe('NEW_PARTICIPANT_ADDED');
+
+      // Messages whose jobs are gone: PENDING and due in PostgreSQL, absent from Redis.
+      await stack.ctx.db.execute(
+        sql`update webhook_messages set status = 'PENDING', generation = generation + 1 where endpoint_id = ${ep.id}`,
+      );
+      const next = await dispatcher.sweeper.runOnce();
+      expect(next.requeued).toBe(3);
+      await rx.waitFor(6);
+      expect(new Set(rx.received.slice(3).map((r) => r.headers['webhook-id']))).toEqual(
+        new Set(rx.received.slice(0, 3).map((r) => r.headers['webhook-id'])),
+      );
+    } finally {
+      await rx.close();
+    }
+  });
+});

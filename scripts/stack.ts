@@ -43,6 +43,11 @@ export type StackOptions = {
    */
   overdueGraceMs?: number;
   /**
+   * Overdue messages are looked for on every n-th sweep.
+   * @defaultValue 10
+   */
+  overdueEvery?: number;
+  /**
    * API dependencies to replace, for settings that are no environment variable (a test's shorter `maxWaitMs`).
    * @defaultValue none
    */
@@ -148,6 +153,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
       sweepIntervalMs: config.DISPATCH_SWEEP_MS,
       overdueGraceMs: opts.overdueGraceMs,
+      overdueEvery: opts.overdueEvery,
       sweep: opts.sweep ?? true,
       lockMs: config.WORKER_LOCK_MS,
     });

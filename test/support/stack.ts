@@ -103,6 +103,8 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     dispatcher: opts.dispatcher ?? false,
     sweep: opts.sweep ?? false,
     overdueGraceMs: opts.overdueGraceMs ?? 0,
+    // Every sweep a test runs by hand also looks for overdue messages.
+    overdueEvery: 1,
     apiOverrides: opts.maxWaitMs === undefined ? {} : { maxWaitMs: opts.maxWaitMs },
   });
   const redis = stack.queues.consumer.redis;

@@ -56,6 +56,11 @@ export type DispatcherOptions = {
    */
   overdueGraceMs?: number;
   /**
+   * Overdue messages are looked for on every n-th sweep (they are rare; the look costs Redis round trips).
+   * @defaultValue 10
+   */
+  overdueEvery?: number;
+  /**
    * Run the sweep's timer (tests call `sweeper.runOnce()` instead).
    * @defaultValue true
    */
@@ -116,7 +121,7 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     logger: opts.logger,
     intervalMs: opts.sweepIntervalMs ?? 1000,
     overdueGraceMs: opts.overdueGraceMs ?? 30_000,
-    overdueEvery: 10,
+    overdueEvery: opts.overdueEvery ?? 10,
   });
   if (opts.sweep !== false) sweeper.start();
   return {

@@ -7,6 +7,7 @@ ENV NODE_ENV=production
 # (test/packaging.test.ts checks that none is missing).
 COPY package.json package-lock.json ./
 COPY apps/api/package.json apps/api/
+COPY apps/dispatcher/package.json apps/dispatcher/
 COPY apps/worker/package.json apps/worker/
 COPY packages/config/package.json packages/config/
 COPY packages/core/package.json packages/core/

@@ -54,18 +54,20 @@ describe('docker-compose.yml', () => {
     expect(compose).not.toMatch(/\$\{[A-Z_]+:?\?/);
   });
 
-  it('gives the API and the worker a stop grace longer than their 30 s drain, and the worker a healthcheck', () => {
+  it('gives every process a stop grace longer than its 30 s drain, and worker and dispatcher a healthcheck', () => {
     const grace = compose.match(/stop_grace_period:\s*(\d+)s/)?.[1];
     expect(Number(grace)).toBeGreaterThan(30);
-    const worker = compose.slice(compose.indexOf('\n  worker:'));
-    expect(worker).toMatch(/healthcheck:/);
-    expect(worker).toMatch(/HEARTBEAT_FILE: (\S+)/);
-    expect(worker).toContain(
-      worker
-        .match(/HEARTBEAT_FILE: (\S+)/)![1]!
-        .split('/')
-        .pop()!,
-    );
+    for (const role of ['worker', 'dispatcher']) {
+      const at = compose.indexOf(`\n  ${role}:`);
+      expect(at, role).toBeGreaterThan(0);
+      const service = compose.slice(at);
+      const block = service.slice(0, service.slice(1).search(/\n {2}\w[\w-]*:\n|\nvolumes:/) + 1);
+      expect(block).toContain(`"scripts/start.ts", "${role}"`);
+      expect(block).toMatch(/healthcheck:/);
+      const file = block.match(/HEARTBEAT_FILE: (\S+)/)?.[1];
+      expect(file, role).toBeDefined();
+      expect(block).toContain(`statSync('${file}'`);
+    }
   });
 
   it('sets a memory limit for Redis, without which noeviction does nothing', () => {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { accounts } from '@stampcard/db';
 import { describe, expect, it } from 'vitest';
+import { makeWorld } from '../support/factories';
 import { OPERATOR_TOKEN } from '../support/stack';
 import { useTestStack } from '../support/use';
 
@@ -45,6 +46,27 @@ describe("the README's walkthrough", () => {
     expect(run.stdout).toContain('"message":"Participant added and loyalty action accepted"');
     expect(run.stdout).toMatch(/"status":"APPLIED".*"unlockedRewards":\[\{/s);
     expect(run.stdout).toContain('"loyaltyActionCount":2');
+  });
+
+  it('registers a webhook endpoint as the Webhooks section shows, and the answer carries its secret once', async () => {
+    const text = readFileSync(README, 'utf8');
+    const section = text.slice(text.indexOf('## Webhooks'), text.indexOf('## Developing'));
+    const block = section.match(/```sh\n([\s\S]*?)```/)![1]!;
+    const w = await makeWorld(stack.ctx);
+    const run = await runBash(`set -euo pipefail\n${block}`, {
+      B: stack.baseUrl!,
+      CAMPAIGN_ID: w.campaign.id,
+      OPERATOR_TOKEN,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const endpoint = JSON.parse(run.stdout);
+    expect(endpoint).toMatchObject({
+      id: expect.stringMatching(/^ep_/),
+      kind: 'NOTIFY',
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+      secret: expect.stringMatching(/^whsec_/),
+    });
   });
 
   it('stops at the first step that fails and shows its error body', async () => {

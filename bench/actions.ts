@@ -1,9 +1,11 @@
 /**
- * `npm run bench`: loyalty actions end to end, against the service as `npm start` runs it (API and worker
- * in one process, on a database of its own). This process is only the load generator: BENCH_ACTIONS
- * trigger requests over keep-alive HTTP, BENCH_CONCURRENCY in flight, spread over BENCH_PARTICIPANTS
- * participants. It reports the accept rate and latency, and how long until the worker has applied all.
- * Both processes share the machine's cores; everything stays on loopback, and every loop is bounded.
+ * `npm run bench`: loyalty actions end to end, against the service as `npm start` runs it (API, worker and
+ * dispatcher in one process, on a database of its own). This process is the load generator and the webhook
+ * receiver: BENCH_ACTIONS trigger requests over keep-alive HTTP, BENCH_CONCURRENCY in flight (or paced at
+ * BENCH_RATE per second), spread over BENCH_PARTICIPANTS participants, with one endpoint subscribed to
+ * LOYALTY_ACTION_APPLIED on a local `node:http` receiver. It reports the accept rate and latency, how long
+ * until the worker has applied all, the action-to-webhook latency, and then the dispatcher alone: every
+ * message replayed at once, deliveries per second. Everything stays on loopback; every loop is bounded.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -13,10 +15,13 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
+import { startReceiver } from '../test/support/receiver';
 
 const TOTAL = Number(process.env.BENCH_ACTIONS ?? 5000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const PARTICIPANTS = Number(process.env.BENCH_PARTICIPANTS ?? 500);
+/** Actions per second when set: a steady load, for latencies below saturation. Unset: as fast as it goes. */
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
@@ -80,6 +85,7 @@ function run(args: string[], port: number): ChildProcess {
       QUEUE_PREFIX: dbName,
       LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
       NODE_ENV: 'production',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -91,7 +97,7 @@ async function startService(port: number): Promise<ChildProcess[]> {
     const migrate = run(['packages/db/src/migrate-cli.ts'], port);
     const code = await new Promise((r) => migrate.once('exit', r));
     if (code !== 0) throw new Error('migrations failed');
-    children = [run(['scripts/start.ts', 'api'], port), run(['scripts/start.ts', 'worker'], port)];
+    children = ['api', 'worker', 'dispatcher'].map((role) => run(['scripts/start.ts', role], port));
   } else {
     children = [run(['scripts/start.ts', 'all'], port)];
   }
@@ -110,6 +116,11 @@ async function startService(port: number): Promise<ChildProcess[]> {
 
 const port = await freePort();
 const services = await startService(port);
+const receiver = await startReceiver();
+const pct = (sorted: number[], p: number) =>
+  sorted.length === 0
+    ? null
+    : Number(sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!.toFixed(1));
 try {
   const op = (method: string, path: string, body?: unknown) => request(port, method, path, TOKEN, body);
   const account = (await op('POST', '/admin/v1/accounts', { name: 'Bench', plan: 'ENTERPRISE' })).body;
@@ -127,6 +138,14 @@ try {
       isUnlimited: true,
     })
   ).body;
+  const endpoint = (
+    await op('POST', `/admin/v1/campaigns/${campaign.id}/webhook-endpoints`, {
+      url: receiver.url,
+      eventTypes: ['LOYALTY_ACTION_APPLIED'],
+    })
+  ).body;
+  /** When each action's request was sent (wall clock, as the receiver stamps arrivals). */
+  const sentAt = new Map<string, number>();
 
   const latencies: number[] = [];
   const statuses = new Map<number, number>();
@@ -137,6 +156,11 @@ try {
     Array.from({ length: CONCURRENCY }, async () => {
       while (next < TOTAL) {
         const i = next++;
+        if (RATE > 0) {
+          const due = started + (i / RATE) * 1000 - performance.now();
+          if (due > 0) await new Promise((r) => setTimeout(r, due));
+        }
+        const wall = Date.now();
         const t0 = performance.now();
         const r = await request(port, 'POST', `/v1/campaign/${campaign.id}/loyalty-action`, key, {
           participantEmail: `p${i % PARTICIPANTS}@bench.test`,
@@ -145,6 +169,7 @@ try {
         });
         latencies.push(performance.now() - t0);
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+        if (r.status === 200) sentAt.set(r.body.action.id, wall);
       }
     }),
   );
@@ -160,8 +185,19 @@ try {
   const appliedMs = performance.now() - started;
   const generatorCpu = process.cpuUsage(cpu0);
   latencies.sort((a, b) => a - b);
-  const pct = (p: number) =>
-    Number(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!.toFixed(1));
+
+  // Every applied action's webhook, then the dispatcher alone: all those messages replayed at once.
+  await receiver.waitFor(applied, 300_000).catch(() => {});
+  const delivered = receiver.received.length;
+  const toWebhook = receiver.received
+    .map((r) => r.at - (sentAt.get(r.json?.data?.action?.id) ?? Number.NaN))
+    .filter((ms) => Number.isFinite(ms))
+    .sort((a, b) => a - b);
+  const replayStarted = performance.now();
+  const replay = await op('POST', `/admin/v1/webhook-endpoints/${endpoint.id}/replay`, { status: 'SUCCEEDED' });
+  await receiver.waitFor(delivered + replay.body.replayed, 300_000).catch(() => {});
+  const replayMs = performance.now() - replayStarted;
+  const replayed = receiver.received.length - delivered;
   console.log(
     JSON.stringify(
       {
@@ -171,11 +207,23 @@ try {
         participants: PARTICIPANTS,
         statuses: Object.fromEntries(statuses),
         acceptedPerSecond: Math.round((accepted / acceptedMs) * 1000),
-        acceptLatencyMs: { p50: pct(50), p90: pct(90), p99: pct(99), max: pct(100) },
+        rate: RATE || 'max',
+        acceptLatencyMs: {
+          p50: pct(latencies, 50),
+          p90: pct(latencies, 90),
+          p99: pct(latencies, 99),
+          max: pct(latencies, 100),
+        },
         appliedAll: applied >= accepted,
         appliedPerSecondEndToEnd: Math.round((applied / appliedMs) * 1000),
         secondsUntilAllApplied: Number((appliedMs / 1000).toFixed(2)),
         loadGeneratorCpuSeconds: Number(((generatorCpu.user + generatorCpu.system) / 1e6).toFixed(2)),
+        webhooks: {
+          delivered,
+          actionToWebhookMs: { p50: pct(toWebhook, 50), p99: pct(toWebhook, 99), max: pct(toWebhook, 100) },
+          replayed,
+          replayDeliveriesPerSecond: Math.round((replayed / replayMs) * 1000),
+        },
       },
       null,
       2,
@@ -190,6 +238,7 @@ try {
     }),
   );
   agent.destroy();
+  await receiver.close();
   const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
   const keys = await redis.keys(`${dbName}:*`);
   if (keys.length > 0) await redis.del(...keys);

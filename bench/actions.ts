@@ -22,6 +22,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
 const PARTICIPANTS = Number(process.env.BENCH_PARTICIPANTS ?? 500);
 /** Actions per second when set: a steady load, for latencies below saturation. Unset: as fast as it goes. */
 const RATE = Number(process.env.BENCH_RATE ?? 0);
+/** `BENCH_WEBHOOKS=0`: no endpoint, to see what delivering webhooks costs the rest. */
+const WEBHOOKS = process.env.BENCH_WEBHOOKS !== '0';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
@@ -138,12 +140,14 @@ try {
       isUnlimited: true,
     })
   ).body;
-  const endpoint = (
-    await op('POST', `/admin/v1/campaigns/${campaign.id}/webhook-endpoints`, {
-      url: receiver.url,
-      eventTypes: ['LOYALTY_ACTION_APPLIED'],
-    })
-  ).body;
+  const endpoint = WEBHOOKS
+    ? (
+        await op('POST', `/admin/v1/campaigns/${campaign.id}/webhook-endpoints`, {
+          url: receiver.url,
+          eventTypes: ['LOYALTY_ACTION_APPLIED'],
+        })
+      ).body
+    : null;
   /** When each action's request was sent (wall clock, as the receiver stamps arrivals). */
   const sentAt = new Map<string, number>();
 
@@ -187,15 +191,19 @@ try {
   latencies.sort((a, b) => a - b);
 
   // Every applied action's webhook, then the dispatcher alone: all those messages replayed at once.
-  await receiver.waitFor(applied, 300_000).catch(() => {});
+  if (endpoint) await receiver.waitFor(applied, 300_000).catch(() => {});
   const delivered = receiver.received.length;
   const toWebhook = receiver.received
     .map((r) => r.at - (sentAt.get(r.json?.data?.action?.id) ?? Number.NaN))
     .filter((ms) => Number.isFinite(ms))
     .sort((a, b) => a - b);
   const replayStarted = performance.now();
-  const replay = await op('POST', `/admin/v1/webhook-endpoints/${endpoint.id}/replay`, { status: 'SUCCEEDED' });
-  await receiver.waitFor(delivered + replay.body.replayed, 300_000).catch(() => {});
+  if (endpoint) {
+    const replay = await op('POST', `/admin/v1/webhook-endpoints/${endpoint.id}/replay`, {
+      status: 'SUCCEEDED',
+    });
+    await receiver.waitFor(delivered + replay.body.replayed, 300_000).catch(() => {});
+  }
   const replayMs = performance.now() - replayStarted;
   const replayed = receiver.received.length - delivered;
   console.log(

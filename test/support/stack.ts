@@ -59,7 +59,7 @@ export type TestStackOptions = {
   webhookTimeoutMs?: number;
   /** `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: local receivers need it. @defaultValue true */
   allowPrivateNetworks?: boolean;
-  /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 8 */
+  /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
   overdueGraceMs?: number;

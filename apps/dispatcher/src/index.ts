@@ -41,8 +41,9 @@ export type DispatcherOptions = {
    */
   concurrency?: number;
   /**
-   * Deliveries in flight at once to one endpoint in this process (`WEBHOOK_ENDPOINT_CONCURRENCY`).
-   * @defaultValue 8
+   * The most deliveries in flight at once to one endpoint in this process (`WEBHOOK_ENDPOINT_CONCURRENCY`);
+   * timeouts narrow it (see `createInFlight`).
+   * @defaultValue 32
    */
   endpointConcurrency?: number;
   /**
@@ -97,7 +98,7 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
       logger: opts.logger,
       sender,
       gate: createEndpointGate(opts.connection, opts.prefix),
-      inFlight: createInFlight(opts.endpointConcurrency ?? 8),
+      inFlight: createInFlight(opts.endpointConcurrency ?? 32),
       policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
     }),
   };

@@ -32,43 +32,94 @@ export type EndpointGate = {
   pause(endpointId: string, ms: number): Promise<void>;
 };
 
-/** The shared per-endpoint gate, in Redis under `<prefix>:webhooks:…`. */
+/** How long this process trusts what it last read of an endpoint's pause (no rate limit), in ms. */
+const PAUSE_CACHE_MS = 250;
+
+/**
+ * The shared per-endpoint gate, in Redis under `<prefix>:webhooks:…`. An endpoint without a rate limit only
+ * needs its pause, which is read at most every 250 ms per process: a pause set by another dispatcher is seen
+ * that much later at most, and the common delivery makes no Redis round trip for it.
+ */
 export function createEndpointGate(redis: Redis, prefix: string): EndpointGate {
   const r = redis as GateRedis;
   if (typeof r.stampcardGate !== 'function') {
     redis.defineCommand('stampcardGate', { numberOfKeys: 2, lua: GATE });
   }
   const key = (kind: string, id: string) => `${prefix}:webhooks:${kind}:${id}`;
+  const pauses = new Map<string, { until: number; readAt: number }>();
+  const remember = (id: string, ms: number) => {
+    if (pauses.size > 10_000) pauses.clear();
+    const now = Date.now();
+    pauses.set(id, { until: now + Math.max(0, ms), readAt: now });
+  };
   return {
-    wait: (id, rateLimit) =>
-      r.stampcardGate(
-        key('rate', id),
-        key('pause', id),
-        rateLimit ? Math.max(1, Math.floor(1000 / rateLimit)) : 0,
-      ),
-    pause: async (id, ms) => {
-      if (ms > 0) await redis.set(key('pause', id), '1', 'PX', ms);
+    async wait(id, rateLimit) {
+      if (rateLimit) {
+        return r.stampcardGate(key('rate', id), key('pause', id), Math.max(1, Math.floor(1000 / rateLimit)));
+      }
+      const now = Date.now();
+      const known = pauses.get(id);
+      if (known && now - known.readAt < PAUSE_CACHE_MS) return Math.max(0, known.until - now);
+      const ms = Math.max(0, await redis.pttl(key('pause', id)));
+      remember(id, ms);
+      return ms;
+    },
+    async pause(id, ms) {
+      if (ms <= 0) return;
+      await redis.set(key('pause', id), '1', 'PX', ms);
+      remember(id, ms);
     },
   };
 }
 
+type Window = { inFlight: number; limit: number; waiters: (() => void)[] };
+
 /**
- * Deliveries in flight per endpoint in this process. A slow or hanging endpoint holds at most `perEndpoint` of
- * the process's slots; its other messages step aside (delayed briefly) so other endpoints' deliveries flow.
+ * Deliveries in flight per endpoint in this process, with a window that adapts: it starts at `max`, is halved
+ * (down to 1) by each delivery that times out or cannot connect, and widens by one with each answer. A
+ * healthy endpoint can use up to `max` of the process's slots; one that hangs is soon down to a single
+ * connection, and its other messages step aside (delayed) so other endpoints' deliveries flow.
  */
-export function createInFlight(perEndpoint: number) {
-  const counts = new Map<string, number>();
+export function createInFlight(max: number) {
+  const windows = new Map<string, Window>();
+  const windowOf = (id: string) => {
+    let w = windows.get(id);
+    if (!w) windows.set(id, (w = { inFlight: 0, limit: max, waiters: [] }));
+    return w;
+  };
   return {
-    tryAcquire(id: string): boolean {
-      const n = counts.get(id) ?? 0;
-      if (n >= perEndpoint) return false;
-      counts.set(id, n + 1);
-      return true;
+    /**
+     * Takes a slot for the endpoint, waiting up to `waitMs` for one to free (a healthy endpoint frees slots
+     * within milliseconds). False when none did: the caller puts its job back for later.
+     */
+    async acquire(id: string, waitMs: number): Promise<boolean> {
+      const w = windowOf(id);
+      if (w.inFlight < w.limit) {
+        w.inFlight += 1;
+        return true;
+      }
+      const freed = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        const timer = setTimeout(() => {
+          w.waiters = w.waiters.filter((x) => x !== wake);
+          resolve(false);
+        }, waitMs);
+        w.waiters.push(wake);
+      });
+      // A woken waiter takes the slot handed to it by `release`.
+      return freed;
     },
-    release(id: string): void {
-      const n = (counts.get(id) ?? 1) - 1;
-      if (n <= 0) counts.delete(id);
-      else counts.set(id, n);
+    /** Gives the slot back; `answered` false (timeout, no connection) narrows the window, true widens it. */
+    release(id: string, answered: boolean): void {
+      const w = windowOf(id);
+      w.limit = answered ? Math.min(max, w.limit + 1) : Math.max(1, Math.floor(w.limit / 2));
+      const next = w.inFlight <= w.limit ? w.waiters.shift() : undefined;
+      if (next) next();
+      else w.inFlight -= 1;
+      if (w.inFlight === 0 && w.waiters.length === 0 && w.limit === max) windows.delete(id);
     },
   };
 }

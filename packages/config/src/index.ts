@@ -85,11 +85,12 @@ export const envSchema = z.object({
    */
   DISPATCHER_CONCURRENCY: intFromEnv(64, 1),
   /**
-   * Deliveries one dispatcher process makes at once to a single endpoint: a slow endpoint holds at most this
-   * many of the process's slots, so the others keep flowing.
-   * @defaultValue 8
+   * The most deliveries one dispatcher process makes at once to a single endpoint. Each delivery that times out
+   * or cannot connect halves that endpoint's share (down to 1), each answer widens it by one again, so a
+   * hanging endpoint soon holds a single slot and the others keep flowing.
+   * @defaultValue 32
    */
-  WEBHOOK_ENDPOINT_CONCURRENCY: intFromEnv(8, 1),
+  WEBHOOK_ENDPOINT_CONCURRENCY: intFromEnv(32, 1),
   /**
    * How often the dispatcher sweeps the outbox for events not yet fanned out and messages whose job is
    * missing, in ms.

@@ -18,6 +18,8 @@ export type DeliverDeps = {
 
 /** A rate-limit wait this short is slept in place; a longer one puts the job back until its slot. */
 const SLEEP_IN_PLACE_MS = 250;
+/** How long a job waits in place for its endpoint's in-flight window before stepping aside. */
+const WINDOW_WAIT_MS = 50;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -41,7 +43,9 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
     const { endpoint, message } = delivery;
     const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
     if (notYet > 20) return later(job, token, notYet);
-    if (!inFlight.tryAcquire(endpoint.id)) return later(job, token, 100 + Math.random() * 200);
+    if (!(await inFlight.acquire(endpoint.id, WINDOW_WAIT_MS)))
+      return later(job, token, 250 + Math.random() * 750);
+    let answered = true;
     try {
       let wait = await gate.wait(endpoint.id, endpoint.rateLimit);
       while (wait > 0 && wait <= SLEEP_IN_PLACE_MS) {
@@ -58,6 +62,7 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
       });
       const attemptedAt = ctx.clock.now();
       const result = await sender.send(endpoint.url, headers, delivery.body);
+      answered = result.statusCode !== null;
       const outcome = await recordAttempt(
         ctx,
         delivery,
@@ -90,7 +95,7 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
       }
       return { messageId, status: outcome.status, statusCode: result.statusCode };
     } finally {
-      inFlight.release(endpoint.id);
+      inFlight.release(endpoint.id, answered);
     }
   };
 }

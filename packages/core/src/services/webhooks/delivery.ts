@@ -109,20 +109,27 @@ export async function recordAttempt(
   const { message, endpoint } = delivery;
   const now = result.attemptedAt;
   const verdict = judgeAttempt(result.statusCode, result.retryAfter, now);
+  const attempt = {
+    id: newId('delivery'),
+    messageId: message.id,
+    endpointId: endpoint.id,
+    attemptedAt: now,
+    statusCode: result.statusCode,
+    latencyMs: Math.min(result.latencyMs, 2_147_483_647),
+    responseExcerpt: clipped(result.responseExcerpt, 4096),
+    errorClass: verdict.kind === 'SUCCEEDED' ? null : (result.errorClass ?? 'HTTP_STATUS'),
+    succeeded: verdict.kind === 'SUCCEEDED',
+    throttled: verdict.kind === 'THROTTLED',
+  };
+  const fulfils =
+    endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
+  if (verdict.kind === 'SUCCEEDED' && !fulfils && !endpoint.failingSince) {
+    await recordSuccess(ctx, attempt, message);
+    return { next: 'DONE', status: 'SUCCEEDED', eventIds: [] };
+  }
   return ctx.db.transaction(async (db) => {
     const tx: Ctx = { ...ctx, db };
-    await db.insert(webhookAttempts).values({
-      id: newId('delivery'),
-      messageId: message.id,
-      endpointId: endpoint.id,
-      attemptedAt: now,
-      statusCode: result.statusCode,
-      latencyMs: Math.min(result.latencyMs, 2_147_483_647),
-      responseExcerpt: clipped(result.responseExcerpt, 4096),
-      errorClass: verdict.kind === 'SUCCEEDED' ? null : (result.errorClass ?? 'HTTP_STATUS'),
-      succeeded: verdict.kind === 'SUCCEEDED',
-      throttled: verdict.kind === 'THROTTLED',
-    });
+    await db.insert(webhookAttempts).values(attempt);
     const thisGeneration = and(
       eq(webhookMessages.id, message.id),
       eq(webhookMessages.generation, message.generation),
@@ -208,6 +215,25 @@ export async function recordAttempt(
     if (dead) return { next: 'DONE', status: 'FAILED', eventIds: [] };
     return { next: 'RETRY', at, throttled: false, eventIds: [] };
   });
+}
+
+/**
+ * The common case in one statement, atomic without a transaction's extra round trips: the attempt is
+ * recorded and its message marked SUCCEEDED (if it is still this generation's PENDING message).
+ */
+async function recordSuccess(ctx: Ctx, a: typeof webhookAttempts.$inferInsert, message: MessageRow) {
+  await ctx.db.execute(sql`
+    with attempt as (
+      insert into ${webhookAttempts}
+        (id, message_id, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt, error_class,
+         succeeded, throttled)
+      values (${a.id}, ${a.messageId}, ${a.endpointId}, ${a.attemptedAt!.toISOString()}::timestamptz,
+        ${a.statusCode}, ${a.latencyMs}, ${a.responseExcerpt}, null, true, false)
+    )
+    update ${webhookMessages} set status = 'SUCCEEDED', attempts = attempts + 1, last_status_code = ${a.statusCode},
+      last_error = null, succeeded_at = ${a.attemptedAt!.toISOString()}::timestamptz,
+      updated_at = ${a.attemptedAt!.toISOString()}::timestamptz
+    where id = ${message.id} and generation = ${message.generation} and status = 'PENDING'`);
 }
 
 /** Disables an endpoint that the receiver or its failures turned off, and records why, once. */

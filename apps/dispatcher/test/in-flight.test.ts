@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { createInFlight } from '../src/throttle';
+
+describe("an endpoint's share of a dispatcher", () => {
+  it('starts at its maximum, halves with each delivery that got no answer, widens by one per answer', async () => {
+    const slots = createInFlight(8);
+    const taken = await Promise.all(Array.from({ length: 8 }, () => slots.acquire('ep', 0)));
+    expect(taken.every(Boolean)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(false);
+    // Other endpoints are not affected.
+    expect(await slots.acquire('other', 0)).toBe(true);
+    // Three timeouts: 8 → 4 → 2 → 1, and with 5 still in flight nothing new gets in.
+    for (let i = 0; i < 3; i++) slots.release('ep', false);
+    expect(await slots.acquire('ep', 0)).toBe(false);
+    for (let i = 0; i < 4; i++) slots.release('ep', false);
+    // One left in flight, the window is 1.
+    expect(await slots.acquire('ep', 0)).toBe(false);
+    slots.release('ep', true);
+    // Nothing in flight, window 2.
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(false);
+  });
+
+  it('a waiter gets the slot a finishing delivery frees, and gives up after its wait', async () => {
+    const slots = createInFlight(1);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    const waiting = slots.acquire('ep', 1000);
+    slots.release('ep', true);
+    expect(await waiting).toBe(true);
+    expect(await slots.acquire('ep', 10)).toBe(false);
+  });
+});

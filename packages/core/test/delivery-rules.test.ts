@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import {
+  failedTooLong,
+  judgeAttempt,
+  MAX_RETRY_AFTER_MS,
+  nextRetryDelay,
+  parseRetryAfter,
+  signingSecrets,
+  wantsEvent,
+} from '../src/rules/delivery';
+
+const now = new Date('2026-11-22T12:00:00Z');
+
+describe('delivery rules', () => {
+  it('reads Retry-After as seconds or an HTTP date, and ignores what it cannot use', () => {
+    expect(parseRetryAfter('30', now)).toBe(30_000);
+    expect(parseRetryAfter(' 0 ', now)).toBe(0);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 12:00:10 GMT', now)).toBe(10_000);
+    expect(parseRetryAfter('Sun, 22 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    expect(parseRetryAfter(String(MAX_RETRY_AFTER_MS / 1000), now)).toBe(MAX_RETRY_AFTER_MS);
+    for (const bad of [null, undefined, '', '-5', '1.5', 'soon', '3601', '99999999999', 'Thu, 01 Jan 2099 00:00:00 GMT'])
+      expect(parseRetryAfter(bad, now), String(bad)).toBeNull();
+  });
+
+  it('judges an answer: 2xx succeeds, 410 is gone, 429/503 with Retry-After throttle, the rest fail', () => {
+    expect(judgeAttempt(200, null, now)).toEqual({ kind: 'SUCCEEDED' });
+    expect(judgeAttempt(204, null, now)).toEqual({ kind: 'SUCCEEDED' });
+    expect(judgeAttempt(299, null, now)).toEqual({ kind: 'SUCCEEDED' });
+    expect(judgeAttempt(410, '5', now)).toEqual({ kind: 'GONE' });
+    expect(judgeAttempt(429, '5', now)).toEqual({ kind: 'THROTTLED', retryAfterMs: 5000 });
+    expect(judgeAttempt(503, '1', now)).toEqual({ kind: 'THROTTLED', retryAfterMs: 1000 });
+    for (const [status, retryAfter] of [
+      [429, null],
+      [503, 'later'],
+      [500, '5'],
+      [301, null],
+      [199, null],
+      [300, null],
+      [null, null],
+    ] as const)
+      expect(judgeAttempt(status, retryAfter, now), `${status}`).toEqual({ kind: 'FAILED' });
+  });
+
+  it('spaces retries by the schedule with ±10 % jitter, and ends when it is spent', () => {
+    const schedule = [0, 5000, 300_000];
+    expect(nextRetryDelay(schedule, 1, 0.5)).toBe(0);
+    expect(nextRetryDelay(schedule, 2, 0)).toBe(4500);
+    expect(nextRetryDelay(schedule, 2, 0.999_999)).toBe(5500);
+    expect(nextRetryDelay(schedule, 3, 0.5)).toBe(300_000);
+    expect(nextRetryDelay(schedule, 4, 0.5)).toBeNull();
+    expect(nextRetryDelay([], 1, 0.5)).toBeNull();
+  });
+
+  it('disables an endpoint once it has failed for the whole period', () => {
+    const day = 24 * 3600 * 1000;
+    expect(failedTooLong(null, now, 5 * day)).toBe(false);
+    expect(failedTooLong(new Date(now.getTime() - 5 * day + 1), now, 5 * day)).toBe(false);
+    expect(failedTooLong(new Date(now.getTime() - 5 * day), now, 5 * day)).toBe(true);
+  });
+
+  it('signs with the previous secret only while its overlap lasts', () => {
+    const ep = {
+      secret: 'whsec_new',
+      previousSecret: 'whsec_old',
+      previousSecretExpiresAt: new Date(now.getTime() + 1),
+    };
+    expect(signingSecrets(ep, now)).toEqual(['whsec_new', 'whsec_old']);
+    expect(signingSecrets({ ...ep, previousSecretExpiresAt: now }, now)).toEqual(['whsec_new']);
+    expect(signingSecrets({ ...ep, previousSecret: null }, now)).toEqual(['whsec_new']);
+  });
+
+  it('an endpoint with no event types wants them all', () => {
+    expect(wantsEvent({ eventTypes: [] }, 'CAMPAIGN_ENDED')).toBe(true);
+    expect(wantsEvent({ eventTypes: ['CAMPAIGN_ENDED'] }, 'CAMPAIGN_ENDED')).toBe(true);
+    expect(wantsEvent({ eventTypes: ['CAMPAIGN_ENDED'] }, 'NEW_PARTICIPANT_ADDED')).toBe(false);
+  });
+});

@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
+import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client } from '../support/client';
+import { startReceiver } from '../support/receiver';
 import { useTestDb } from '../support/use';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -66,7 +68,9 @@ describe('npm start', () => {
     expect(run.output()).toMatch(/PORT/);
   });
 
-  it('migrates, serves, and stops gracefully on SIGTERM', async () => {
+  it('migrates, serves (API, worker and dispatcher: an action becomes a signed webhook), and stops gracefully on SIGTERM', async () => {
+    const receiver = await startReceiver();
+    onTestFinished(() => receiver.close());
     const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
     onTestFinished(async () => {
       const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
@@ -80,14 +84,46 @@ describe('npm start', () => {
       HOST: '127.0.0.1',
       OPERATOR_TOKEN: TOKEN,
       QUEUE_PREFIX: prefix,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     });
     const [, port] = await waitFor(run, /"port":(\d+)/);
+    await waitFor(run, /webhook dispatcher and sweep running/);
     const base = `http://127.0.0.1:${port}`;
     const http = (path: string, init: RequestInit) => fetch(`${base}${path}`, init);
     expect((await client(http).get('/health')).status).toBe(200);
     expect((await client(http).get('/ready')).body.status).toBe('ready');
-    const account = await client(http, TOKEN).post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
+    const op = client(http, TOKEN);
+    const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
     expect(account.status).toBe(200);
+    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
+      email: 'a@acme.test',
+      role: 'ADMIN',
+    });
+    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
+    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
+      name: 'Coffee',
+      status: 'IN_PROGRESS',
+    });
+    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, { title: 'Free coffee' });
+    const endpoint = await op.post(`/admin/v1/campaigns/${campaign.body.id}/webhook-endpoints`, {
+      url: receiver.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    expect(endpoint.status).toBe(200);
+    const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action`, {
+      participantEmail: 'ada@example.com',
+      rewardId: reward.body.id,
+    });
+    expect(action.status).toBe(200);
+    const [delivery] = await receiver.waitFor(1);
+    const goal = new Webhook(endpoint.body.secret).verify(
+      delivery!.body,
+      delivery!.headers as Record<string, string>,
+    );
+    expect(goal).toMatchObject({
+      type: 'PARTICIPANT_REACHED_A_GOAL',
+      data: { reward: { title: 'Free coffee' } },
+    });
     run.child.kill('SIGTERM');
     expect(await run.exited).toBe(0);
     expect(run.output()).toContain('"msg":"stopped"');
@@ -121,12 +157,15 @@ describe('first-run errors are one clear message', () => {
     );
   });
 
-  it('a worker process keeps its heartbeat file fresh for the container healthcheck', async () => {
+  it.each([
+    ['worker', /worker and relay running/],
+    ['dispatcher', /webhook dispatcher and sweep running/],
+  ])('a %s process keeps its heartbeat file fresh for the container healthcheck', async (role, running) => {
     const file = join(tmpdir(), `stampcard-heartbeat-${randomBytes(4).toString('hex')}`);
     const prefix = `stampcard_hb_${randomBytes(4).toString('hex')}`;
     const run = start(
       { DATABASE_URL: db.url, QUEUE_PREFIX: prefix, HEARTBEAT_FILE: file, OPERATOR_TOKEN: TOKEN },
-      ['scripts/start.ts', 'worker'],
+      ['scripts/start.ts', role],
     );
     onTestFinished(async () => {
       run.child.kill('SIGTERM');
@@ -137,7 +176,7 @@ describe('first-run errors are one clear message', () => {
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
     });
-    await waitFor(run, /worker and relay running/);
+    await waitFor(run, running);
     const first = await eventuallyStat(file);
     // Touched again on the next beat (every 5 s).
     const end = Date.now() + 8000;

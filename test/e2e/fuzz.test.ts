@@ -172,7 +172,49 @@ describe('fuzzing every write endpoint', () => {
       });
       const participantId = seeded.body.action.participantId as string;
       const c = w.campaign.id;
+      const hook = await operator.post(`/admin/v1/campaigns/${c}/webhook-endpoints`, {
+        url: 'https://h.example/x',
+      });
+      const hookUrl = fc.oneof(
+        hostileString,
+        fc.webUrl(),
+        fc.constantFrom('http://[::1]:0/', 'ftp://x', 'http://%zz'),
+      );
       const endpoints: [string, string, 'api' | 'operator', fc.Arbitrary<unknown>][] = [
+        [
+          'POST',
+          `/admin/v1/campaigns/${c}/webhook-endpoints`,
+          'operator',
+          bodyFor({
+            url: hookUrl,
+            eventTypes: hostileValue,
+            kind: fc.constantFrom('NOTIFY', 'FULFILMENT', 'BOTH'),
+            rateLimit: small,
+            description: hostileString,
+          }),
+        ],
+        [
+          'PATCH',
+          `/admin/v1/webhook-endpoints/${hook.body.id}`,
+          'operator',
+          bodyFor({ url: hookUrl, enabled: hostileValue, rateLimit: small, eventTypes: hostileValue }),
+        ],
+        [
+          'POST',
+          `/admin/v1/webhook-endpoints/${hook.body.id}/replay`,
+          'operator',
+          bodyFor({
+            status: fc.constantFrom('FAILED', 'PENDING', 'X'),
+            since: hostileNumber,
+            eventType: hostileString,
+          }),
+        ],
+        [
+          'POST',
+          `/admin/v1/webhook-endpoints/${hook.body.id}/rotate-secret`,
+          'operator',
+          bodyFor({ overlapMs: hostileNumber }),
+        ],
         [
           'POST',
           `/v1/campaign/${c}/loyalty-action`,

@@ -83,8 +83,10 @@ type Window = { inFlight: number; limit: number; waiters: (() => void)[] };
 export function createInFlight(max: number) {
   const windows = new Map<string, Window>();
   const windowOf = (id: string) => {
-    let w = windows.get(id);
-    if (!w) windows.set(id, (w = { inFlight: 0, limit: max, waiters: [] }));
+    const known = windows.get(id);
+    if (known) return known;
+    const w: Window = { inFlight: 0, limit: max, waiters: [] };
+    windows.set(id, w);
     return w;
   };
   return {

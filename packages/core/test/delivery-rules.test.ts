@@ -18,7 +18,17 @@ describe('delivery rules', () => {
     expect(parseRetryAfter('Sun, 22 Nov 2026 12:00:10 GMT', now)).toBe(10_000);
     expect(parseRetryAfter('Sun, 22 Nov 2026 11:00:00 GMT', now)).toBe(0);
     expect(parseRetryAfter(String(MAX_RETRY_AFTER_MS / 1000), now)).toBe(MAX_RETRY_AFTER_MS);
-    for (const bad of [null, undefined, '', '-5', '1.5', 'soon', '3601', '99999999999', 'Thu, 01 Jan 2099 00:00:00 GMT'])
+    for (const bad of [
+      null,
+      undefined,
+      '',
+      '-5',
+      '1.5',
+      'soon',
+      '3601',
+      '99999999999',
+      'Thu, 01 Jan 2099 00:00:00 GMT',
+    ])
       expect(parseRetryAfter(bad, now), String(bad)).toBeNull();
   });
 

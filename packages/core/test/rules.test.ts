@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  countAction,
   goalCount,
   hasWinnersCap,
   limitAllows,
@@ -158,5 +159,44 @@ describe('monthlyCountersAt', () => {
     const copy = structuredClone(stored);
     monthlyCountersAt(stored, '2024-05');
     expect(stored).toEqual(copy);
+  });
+});
+
+describe('countAction', () => {
+  const base = {
+    countsMonth: '2026-10',
+    monthlyLoyaltyActionCount: 3,
+    prevMonthlyLoyaltyActionCount: 1,
+    monthlyLoyaltyActionCountsPerReward: { crew_a: 3 },
+    loyaltyActionCount: 7,
+    loyaltyActionCountsPerReward: { crew_a: 5, crew_b: 2 },
+  };
+
+  it('counts one more action in the same month, for the reward and overall, without changing its input', () => {
+    const frozen = structuredClone(base);
+    const { counters, total, monthly } = countAction(base, 'crew_a', '2026-10');
+    expect({ total, monthly }).toEqual({ total: 6, monthly: 4 });
+    expect(counters).toEqual({
+      countsMonth: '2026-10',
+      monthlyLoyaltyActionCount: 4,
+      prevMonthlyLoyaltyActionCount: 1,
+      monthlyLoyaltyActionCountsPerReward: { crew_a: 4 },
+      loyaltyActionCount: 8,
+      loyaltyActionCountsPerReward: { crew_a: 6, crew_b: 2 },
+    });
+    expect(base).toEqual(frozen);
+  });
+
+  it('rolls the month first: last month becomes prev, this month starts at one', () => {
+    const { counters, total, monthly } = countAction(base, 'crew_b', '2026-11');
+    expect({ total, monthly }).toEqual({ total: 3, monthly: 1 });
+    expect(counters).toMatchObject({
+      countsMonth: '2026-11',
+      monthlyLoyaltyActionCount: 1,
+      prevMonthlyLoyaltyActionCount: 3,
+      monthlyLoyaltyActionCountsPerReward: { crew_b: 1 },
+      loyaltyActionCount: 8,
+    });
+    expect(countAction(base, 'crew_b', '2027-01').counters.prevMonthlyLoyaltyActionCount).toBe(0);
   });
 });

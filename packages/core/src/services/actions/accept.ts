@@ -1,0 +1,114 @@
+import { loyaltyActions, type Metadata, participants, rewards } from '@stampcard/db';
+import { and, eq } from 'drizzle-orm';
+import { assertLive, type Ctx, unitOfWork } from '../../context';
+import { DomainError, invalidState, notFound } from '../../errors';
+import { newId } from '../../ids';
+import type { CampaignRow } from '../../serialize';
+import { ensureParticipant, type NewParticipantInput, participantMatches } from '../participants';
+
+export type AcceptActionInput = {
+  rewardId: string;
+  metadata?: Metadata | null;
+  /** Who performed the action: by email (created when allowed) or by participant id. */
+  participant:
+    | { email: string; addIfNoneExists: boolean; profile: Omit<NewParticipantInput, 'email' | 'metadata'> }
+    | { id: string };
+  /** Identifies the request (key, method, path, body): an identical one while this is QUEUED is refused. */
+  requestHash?: string;
+  request?: { method: string; path: string };
+};
+
+const INFLIGHT_INDEX = 'loyalty_actions_inflight_uq';
+
+/**
+ * The API's half of a loyalty action: every check that must answer now, then the action is written to the
+ * ledger as QUEUED (with a new participant, if one is created) in one transaction. The caller enqueues it.
+ */
+export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput) {
+  if (campaign.status !== 'IN_PROGRESS') {
+    throw invalidState(
+      `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
+    );
+  }
+  const who = input.participant;
+  // One round trip answers both questions: is the reward this campaign's, and does the participant exist?
+  const [found] = await ctx.db
+    .select({ rewardId: rewards.id, participant: participants })
+    .from(rewards)
+    .leftJoin(
+      participants,
+      and(
+        eq(participants.campaignId, rewards.campaignId),
+        participantMatches('id' in who ? who.id : who.email),
+      ),
+    )
+    .where(and(eq(rewards.id, input.rewardId), eq(rewards.campaignId, campaign.id)))
+    .limit(1);
+  if (!found) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
+
+  const newAction = (participantId: string) => ({
+    id: newId('action'),
+    campaignId: campaign.id,
+    participantId,
+    rewardId: input.rewardId,
+    status: 'QUEUED' as const,
+    metadata: input.metadata ?? null,
+    requestHash: input.requestHash ?? null,
+    createdAt: ctx.clock.now(),
+  });
+  try {
+    if (found.participant) {
+      // The common case is a single statement: no transaction round trips.
+      assertLive(ctx);
+      const [action] = await ctx.db
+        .insert(loyaltyActions)
+        .values(newAction(found.participant.id))
+        .returning();
+      return { action: action!, participant: found.participant, participantCreated: false };
+    }
+    if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
+    if (!who.addIfNoneExists) {
+      throw notFound(
+        `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
+      );
+    }
+    return await unitOfWork(ctx, async (tx) => {
+      const { db } = tx;
+      const { participant, created } = await ensureParticipant(
+        tx,
+        campaign,
+        { ...who.profile, email: who.email, metadata: input.metadata ?? null },
+        'DIRECT',
+      );
+      const [action] = await db.insert(loyaltyActions).values(newAction(participant.id)).returning();
+      return { action: action!, participant, participantCreated: created };
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, INFLIGHT_INDEX) && input.requestHash) {
+      const [first] = await ctx.db
+        .select({ createdAt: loyaltyActions.createdAt, id: loyaltyActions.id })
+        .from(loyaltyActions)
+        .where(and(eq(loyaltyActions.requestHash, input.requestHash), eq(loyaltyActions.status, 'QUEUED')))
+        .limit(1);
+      throw new DomainError(
+        'DUPLICATE_REQUEST',
+        'An identical request is still being processed: wait for it to finish before sending it again',
+        {
+          request: {
+            method: input.request?.method ?? 'POST',
+            path: input.request?.path ?? '',
+            startedAt: (first?.createdAt ?? ctx.clock.now()).getTime(),
+          },
+        },
+        { cause: err },
+      );
+    }
+    throw err;
+  }
+}
+
+function isUniqueViolation(err: unknown, constraint: string): boolean {
+  const e = (err as { cause?: unknown }).cause ?? err;
+  const pg = e as { code?: string; constraint_name?: string };
+  return pg.code === '23505' && pg.constraint_name === constraint;
+}

@@ -1,0 +1,218 @@
+import { campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { monthKey } from '../../clock';
+import type { Ctx } from '../../context';
+import { countAction } from '../../rules/counters';
+import { goalCount, hasWinnersCap, reachesGoal } from '../../rules/unlock';
+import {
+  type ActionRow,
+  campaignRef,
+  serializeAction,
+  serializeParticipant,
+  serializeParticipantRewardWithReward,
+} from '../../serialize';
+import { type NewEvent, recordEvents } from '../events';
+import { unlockIfAllowed } from './unlock';
+
+export type AppliedAction = {
+  id: string;
+  status: ActionRow['status'];
+  unlockedRewardIds: string[];
+  reason?: string;
+};
+
+/**
+ * The worker's half: applies queued actions, each exactly once, all in ONE transaction (a batch).
+ * An action no longer QUEUED (a redelivered or re-enqueued job) is skipped. Rows are locked in a fixed
+ * order (actions, participants by id, capped rewards by id, campaigns by id) so that concurrent batches
+ * cannot deadlock and never over-award. Counts, unlocks, counters and outbox events commit together.
+ */
+export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<AppliedAction[]> {
+  return (await applyActionBatch(ctx, actionIds)).applied;
+}
+
+/** `applyActions`, also answering the ids of the events the batch wrote (for the dispatcher, after commit). */
+export async function applyActionBatch(
+  ctx: Ctx,
+  actionIds: string[],
+): Promise<{ applied: AppliedAction[]; eventIds: string[] }> {
+  if (actionIds.length === 0) return { applied: [], eventIds: [] };
+  return ctx.db.transaction(async (db) => {
+    const tx: Ctx = { ...ctx, db };
+    const now = ctx.clock.now();
+    const month = monthKey(now);
+    const claimed = await db
+      .update(loyaltyActions)
+      .set({ status: 'APPLIED', appliedAt: now })
+      .where(
+        // Lock the rows in id order, like every other lock here, whatever order the scan would take.
+        inArray(
+          loyaltyActions.id,
+          db
+            .select({ id: loyaltyActions.id })
+            .from(loyaltyActions)
+            .where(
+              and(inArray(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')),
+            )
+            .orderBy(asc(loyaltyActions.id))
+            .for('update'),
+        ),
+      )
+      .returning();
+    if (claimed.length === 0) return { applied: [], eventIds: [] };
+    claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+
+    const pRows = await db
+      .select()
+      .from(participants)
+      .where(inArray(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
+      .orderBy(asc(participants.id))
+      .for('update');
+    const byParticipant = new Map(pRows.map((p) => [p.id, { ...p }]));
+    const rRows = await db
+      .select()
+      .from(rewards)
+      .where(inArray(rewards.id, [...new Set(claimed.map((a) => a.rewardId))]));
+    const byReward = new Map(rRows.map((r) => [r.id, r]));
+    const capped = rRows
+      .filter(hasWinnersCap)
+      .map((r) => r.id)
+      .sort();
+    if (capped.length > 0) {
+      await db
+        .select({ id: rewards.id })
+        .from(rewards)
+        .where(inArray(rewards.id, capped))
+        .orderBy(asc(rewards.id))
+        .for('update');
+    }
+    const cRows = await db
+      .select()
+      .from(campaigns)
+      .where(inArray(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))]));
+    const byCampaign = new Map(cRows.map((c) => [c.id, c]));
+
+    const results: AppliedAction[] = [];
+    const outbox: NewEvent[] = [];
+    const campaignDelta = new Map<string, { actions: number; winners: number }>();
+    const touched = new Set<string>();
+
+    for (const action of claimed) {
+      const p = byParticipant.get(action.participantId);
+      const reward = byReward.get(action.rewardId);
+      const campaign = byCampaign.get(action.campaignId);
+      const reason = !p
+        ? 'PARTICIPANT_NOT_FOUND'
+        : !reward || reward.campaignId !== action.campaignId
+          ? 'REWARD_NOT_FOUND'
+          : !campaign
+            ? 'CAMPAIGN_NOT_FOUND'
+            : null;
+      if (reason || !p || !reward || !campaign) {
+        await db
+          .update(loyaltyActions)
+          .set({ status: 'REJECTED', reason: reason ?? 'UNKNOWN' })
+          .where(eq(loyaltyActions.id, action.id));
+        results.push({
+          id: action.id,
+          status: 'REJECTED',
+          unlockedRewardIds: [],
+          reason: reason ?? 'UNKNOWN',
+        });
+        continue;
+      }
+      touched.add(p.id);
+      const { counters, total, monthly } = countAction(p, reward.id, month);
+      Object.assign(p, counters);
+      p.updatedAt = now;
+      const delta = campaignDelta.get(campaign.id) ?? { actions: 0, winners: 0 };
+      delta.actions += 1;
+
+      const unlocked = reachesGoal(reward, goalCount(reward, { total, monthly }))
+        ? await unlockIfAllowed(tx, { action, participant: p, reward, campaign, month, now })
+        : null;
+      if (unlocked?.approved) {
+        if (p.approvedRewardCount === 0) delta.winners += 1;
+        p.approvedRewardCount += 1;
+      }
+      campaignDelta.set(campaign.id, delta);
+
+      const unlockedIds = unlocked ? [unlocked.id] : [];
+      if (unlocked) {
+        await db
+          .update(loyaltyActions)
+          .set({ unlockedRewardIds: unlockedIds })
+          .where(eq(loyaltyActions.id, action.id));
+      }
+      const participantView = serializeParticipant(p, { now });
+      const campaignView = campaignRef(campaign);
+      outbox.push({
+        campaignId: campaign.id,
+        type: 'LOYALTY_ACTION_APPLIED',
+        data: {
+          action: serializeAction({ ...action, unlockedRewardIds: unlockedIds }),
+          participant: participantView,
+          campaign: campaignView,
+          ...(unlocked ? { unlockedRewards: [serializeParticipantRewardWithReward(unlocked, reward)] } : {}),
+        },
+      });
+      if (unlocked?.approved) {
+        outbox.push({
+          campaignId: campaign.id,
+          type: 'PARTICIPANT_REACHED_A_GOAL',
+          data: {
+            participant: participantView,
+            reward: serializeParticipantRewardWithReward(unlocked, reward),
+            campaign: campaignView,
+          },
+        });
+      }
+      results.push({ id: action.id, status: 'APPLIED', unlockedRewardIds: unlockedIds });
+    }
+
+    // Every participant the batch touched, written back in one statement (rows already locked above).
+    const rows = [...touched].sort().map((id) => {
+      const p = byParticipant.get(id)!;
+      return {
+        id,
+        loyalty_action_count: p.loyaltyActionCount,
+        counts_month: p.countsMonth,
+        monthly_loyalty_action_count: p.monthlyLoyaltyActionCount,
+        prev_monthly_loyalty_action_count: p.prevMonthlyLoyaltyActionCount,
+        loyalty_action_counts_per_reward: p.loyaltyActionCountsPerReward,
+        monthly_loyalty_action_counts_per_reward: p.monthlyLoyaltyActionCountsPerReward,
+        approved_reward_count: p.approvedRewardCount,
+        updated_at: p.updatedAt.toISOString(),
+      };
+    });
+    if (rows.length > 0) {
+      await db.execute(sql`
+        update ${participants} as p set
+          loyalty_action_count = v.loyalty_action_count,
+          counts_month = v.counts_month,
+          monthly_loyalty_action_count = v.monthly_loyalty_action_count,
+          prev_monthly_loyalty_action_count = v.prev_monthly_loyalty_action_count,
+          loyalty_action_counts_per_reward = v.loyalty_action_counts_per_reward,
+          monthly_loyalty_action_counts_per_reward = v.monthly_loyalty_action_counts_per_reward,
+          approved_reward_count = v.approved_reward_count,
+          updated_at = v.updated_at
+        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(
+          id text, loyalty_action_count integer, counts_month text, monthly_loyalty_action_count integer,
+          prev_monthly_loyalty_action_count integer, loyalty_action_counts_per_reward jsonb,
+          monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, updated_at timestamptz)
+        where p.id = v.id`);
+    }
+    const eventIds = await recordEvents(tx, outbox);
+    // Campaign rows are shared by every batch: their counters move last, right before commit.
+    for (const [id, d] of [...campaignDelta].sort(([a], [b]) => a.localeCompare(b))) {
+      await db
+        .update(campaigns)
+        .set({
+          loyaltyActionCount: sql`${campaigns.loyaltyActionCount} + ${d.actions}`,
+          winnerCount: sql`${campaigns.winnerCount} + ${d.winners}`,
+        })
+        .where(eq(campaigns.id, id));
+    }
+    return { applied: results, eventIds };
+  });
+}

@@ -1,0 +1,65 @@
+import type { Ctx } from '../../context';
+import { loadCampaignFor, type Principal } from '../auth';
+import { type AcceptActionInput, acceptLoyaltyAction } from './accept';
+import { waitForAction } from './read';
+
+/** Where accepted actions go to be applied: the job queue in the service, anything in a test or an import. */
+export type ActionQueue = { enqueue(actionIds: string[]): Promise<void> };
+
+export type TriggerPorts = {
+  queue: ActionQueue;
+  /** Told when the enqueue failed: the action is recorded all the same and the relay queues it later. */
+  onEnqueueError(err: unknown, actionId: string): void;
+  /**
+   * Longest a `wait` trigger waits for the action to be applied, in ms.
+   * @defaultValue 10000
+   */
+  maxWaitMs?: number;
+};
+
+export type TriggerAnswer = {
+  success: true;
+  message: string;
+  action: { id: string; status: string; [field: string]: unknown };
+};
+
+/**
+ * A loyalty action from trigger to answer, the same for every caller (API routes, an import, a dashboard):
+ * the campaign's access and checks, the durable write, the enqueue (whose failure loses nothing: the ledger
+ * row is committed first and the relay queues it later), and with `wait` the applied state. `onRecorded`
+ * is told, once the action is committed, what to answer if the caller cannot wait any longer.
+ */
+export async function triggerLoyaltyAction(
+  ctx: Ctx,
+  ports: TriggerPorts,
+  principal: Principal,
+  campaignId: string,
+  input: AcceptActionInput,
+  opts: { wait: boolean; onRecorded?: (answer: TriggerAnswer) => void },
+): Promise<TriggerAnswer> {
+  const campaign = await loadCampaignFor(ctx, principal, campaignId);
+  const { action, participantCreated } = await acceptLoyaltyAction(ctx, campaign, input);
+  const message = participantCreated
+    ? 'Participant added and loyalty action accepted'
+    : 'Loyalty action accepted';
+  const accepted = {
+    id: action.id,
+    status: action.status,
+    participantId: action.participantId,
+    rewardId: action.rewardId,
+    createdAt: action.createdAt.getTime(),
+  };
+  opts.onRecorded?.({ success: true, message: `${message}; not applied yet`, action: accepted });
+  try {
+    await ports.queue.enqueue([action.id]);
+  } catch (err) {
+    ports.onEnqueueError(err, action.id);
+  }
+  if (!opts.wait) return { success: true, message, action: accepted };
+  const state = await waitForAction(ctx, campaign.id, action.id, ports.maxWaitMs ?? 10_000);
+  return {
+    success: true,
+    message: state.status === 'QUEUED' ? `${message}; not applied yet` : message,
+    action: state,
+  };
+}

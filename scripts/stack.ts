@@ -1,4 +1,4 @@
-import { type App, createApp, type Deps, type RunningApi, startApi } from '@stampcard/api';
+import { type App, createApp, type Deps, type RunningApi, sharedLookupCache, startApi } from '@stampcard/api';
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
@@ -94,6 +94,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   );
 
   const apiDb = apiMode === false ? null : pool(10);
+  const cache =
+    apiDb &&
+    (await sharedLookupCache({
+      redis: queues.producer.redis,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+      ttlMs: config.LOOKUP_CACHE_MS,
+    }));
   const deps: Deps | null = apiDb && {
     db: apiDb.db,
     redis: queues.producer.redis,
@@ -101,6 +109,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     clock,
     logger,
     operatorToken: config.OPERATOR_TOKEN,
+    cache: cache ?? undefined,
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
@@ -184,6 +193,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     close: async () => {
       await api?.close();
       await Promise.all([stopWorker(), stopDispatcher()]);
+      cache?.close();
       await queues.close();
       await Promise.all([apiDb?.close(), workerDb?.close(), dispatcherDb?.close()]);
     },

@@ -109,7 +109,8 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   });
   const redis = stack.queues.consumer.redis;
   return {
-    ctx: { db: db.db, clock },
+    // The API's lookup cache too, so that a change a test makes through core is seen by the API at once.
+    ctx: { db: db.db, clock, cache: stack.deps?.cache },
     deps: stack.deps!,
     dbUrl: db.url,
     prefix,

@@ -34,7 +34,7 @@ export function createApp(deps: Deps) {
 
   app.use('*', async (c, next) => {
     c.set('deps', deps);
-    c.set('ctx', { db: deps.db, clock: deps.clock });
+    c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache });
     await next();
   });
   app.use('*', requestLog);

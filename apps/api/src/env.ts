@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from '@stampcard/config';
-import type { Clock, Ctx, Principal } from '@stampcard/core';
+import type { Clock, Ctx, LookupCache, Principal } from '@stampcard/core';
 import type { Database } from '@stampcard/db';
 import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
@@ -14,6 +14,11 @@ export type Deps = {
   clock: Clock;
   logger: Logger;
   operatorToken: string;
+  /**
+   * Per-process cache of API keys' principals and campaigns, invalidated across processes on every change.
+   * @defaultValue none: every request reads PostgreSQL
+   */
+  cache?: LookupCache;
   /**
    * Accept webhook endpoints on private, loopback and link-local addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
    * @defaultValue false

@@ -97,6 +97,13 @@ export const envSchema = z.object({
    * @defaultValue 1000
    */
   DISPATCH_SWEEP_MS: intFromEnv(1000, 50),
+  /**
+   * How long an API process trusts what it read of an API key (its user, account, plan) or a campaign, in ms;
+   * 0 reads PostgreSQL on every request. Every change (a key revoked, a campaign changed) drops the entry in
+   * every API process at once through Redis; the TTL only bounds what a process could miss while Redis is away.
+   * @defaultValue 5000
+   */
+  LOOKUP_CACHE_MS: intFromEnv(5000),
   /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
   SUPPORT_URL: z.url().optional(),
 });

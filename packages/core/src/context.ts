@@ -1,13 +1,15 @@
 import type { Tx } from '@stampcard/db';
 import type { Clock } from './clock';
 import { unavailable } from './errors';
+import type { LookupCache } from './lookup-cache';
 
 /**
  * What every domain operation runs with. `db` is the pool or, inside a unit of work, its transaction.
  * `signal`, when given, is aborted once the caller stopped waiting (a request past its deadline): from then
- * on the operation writes nothing.
+ * on the operation writes nothing. `cache`, when given, serves the per-request look-ups (API key, campaign)
+ * and is told of every change to what it holds.
  */
-export type Ctx = { db: Tx; clock: Clock; signal?: AbortSignal };
+export type Ctx = { db: Tx; clock: Clock; signal?: AbortSignal; cache?: LookupCache };
 
 /**
  * Throws UNAVAILABLE once the caller's deadline has passed. Called before each write, so a statement that

@@ -16,3 +16,4 @@ export * from './services/operator';
 export * from './services/participants';
 export * from './services/webhooks/index';
 export * from './views';
+export * from './lookup-cache';

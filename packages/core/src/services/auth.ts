@@ -64,10 +64,18 @@ function prepared(db: Tx) {
   return p;
 }
 
-/** Resolves a bearer key. Every failure is a 403, as the seed says: missing, revoked or mistyped key, free plan. */
+/**
+ * Resolves a bearer key. Every failure is a 403, as the seed says: missing, revoked or mistyped key, free plan.
+ * A key found is kept in `ctx.cache` (when there is one) under its hash, never the key itself.
+ */
 export async function authenticate(ctx: Ctx, key: string | undefined): Promise<Principal> {
   if (!key) throw notAuthorized('Missing API key: send the header Authorization: Bearer <API_KEY>');
-  const [row] = await prepared(ctx.db).principalByKeyHash.execute({ hash: hashApiKey(key) });
+  const hash = hashApiKey(key);
+  let row = ctx.cache?.get<Principal>('principal', hash);
+  if (!row) {
+    [row] = await prepared(ctx.db).principalByKeyHash.execute({ hash });
+    if (row) ctx.cache?.set('principal', hash, row);
+  }
   if (!row) throw notAuthorized('The API key is revoked or mistyped');
   if (row.plan === 'FREE') throw notAuthorized('The REST API is available on paid plans only');
   return row;
@@ -80,10 +88,21 @@ export function canReachCampaign(p: Principal, campaign: Pick<CampaignRow, 'id' 
 
 /**
  * The campaign the caller names, if the caller may reach it: a missing or DELETED campaign is a 404,
- * another account's campaign or one a MEMBER has no API access to is a 403.
+ * another account's campaign or one a MEMBER has no API access to is a 403. The row may come from
+ * `ctx.cache`: its settings are current (every change invalidates it) but its counters may be a few seconds
+ * old, so a read that shows counters passes `{ fresh: true }`.
  */
-export async function loadCampaignFor(ctx: Ctx, p: Principal, campaignId: string): Promise<CampaignRow> {
-  const [campaign] = await prepared(ctx.db).campaignById.execute({ id: campaignId });
+export async function loadCampaignFor(
+  ctx: Ctx,
+  p: Principal,
+  campaignId: string,
+  opts: { fresh?: boolean } = {},
+): Promise<CampaignRow> {
+  let campaign = opts.fresh ? undefined : ctx.cache?.get<CampaignRow>('campaign', campaignId);
+  if (!campaign) {
+    [campaign] = await prepared(ctx.db).campaignById.execute({ id: campaignId });
+    if (campaign) ctx.cache?.set('campaign', campaignId, campaign);
+  }
   if (!campaign || campaign.status === 'DELETED') throw notFound(`Campaign ${campaignId}`);
   if (campaign.accountId !== p.accountId) {
     throw notAuthorized('This API key cannot reach that campaign: it belongs to another account');

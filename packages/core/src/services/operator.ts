@@ -141,6 +141,8 @@ export async function revokeApiKey(ctx: Ctx, keyId: string) {
       .limit(1);
     if (!exists) throw notFound(`API key ${keyId}`);
   }
+  // Cached principals are keyed by the key's hash, which is not at hand: every process drops them all.
+  await ctx.cache?.invalidate('principal');
   return { id: keyId, revoked: true };
 }
 
@@ -207,7 +209,7 @@ export async function getCampaignForOperator(ctx: Ctx, campaignId: string) {
 
 /** Changes settings or status. Leaving DELETED is refused; entering COMPLETE records CAMPAIGN_ENDED. */
 export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partial<CampaignInput>) {
-  return unitOfWork(ctx, async (tx) => {
+  const updated = await unitOfWork(ctx, async (tx) => {
     const { db } = tx;
     const before = await requireCampaign(tx, campaignId, true);
     if (before.status === 'DELETED' && input.status && input.status !== 'DELETED') {
@@ -241,6 +243,8 @@ export async function updateCampaign(ctx: Ctx, campaignId: string, input: Partia
     const rs = await db.select().from(rewards).where(eq(rewards.campaignId, campaignId));
     return serializeCampaignForOperator(row!, rs);
   });
+  await ctx.cache?.invalidate('campaign', campaignId);
+  return updated;
 }
 
 export type RewardInput = Partial<Omit<RewardRow, 'id' | 'campaignId' | 'createdAt'>>;

@@ -15,6 +15,6 @@ const route = createRoute({
 export const registerGetCampaign = (app: App) =>
   app.openapi(route, async (c) => {
     const ctx = c.get('ctx');
-    const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id);
+    const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id, { fresh: true });
     return c.json(await showCampaign(ctx, campaign), 200);
   });

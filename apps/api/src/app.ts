@@ -1,5 +1,6 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { clip, validationError } from '@stampcard/core';
+import { clip, createAcceptBatcher, microBatch, type TriggerPorts, validationError } from '@stampcard/core';
+import { enqueueActions } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
 import { bodyLimit } from 'hono/body-limit';
 import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
@@ -31,10 +32,26 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
+  // Group commit: concurrent triggers share one ledger insert and one addBulk to the queue.
+  const accepts = createAcceptBatcher(deps.db);
+  const enqueues = microBatch<string, void>({
+    run: async (ids) => {
+      await enqueueActions(deps.queues, ids);
+      return ids.map(() => undefined);
+    },
+  });
+  const triggerPorts: TriggerPorts = {
+    accept: accepts.accept,
+    queue: { enqueue: async (ids) => void (await Promise.all(ids.map((id) => enqueues.submit(id)))) },
+    onEnqueueError: (err, actionId) =>
+      deps.logger.warn({ err, actionId }, 'enqueue failed; the relay will queue the action'),
+    maxWaitMs: deps.maxWaitMs,
+  };
 
   app.use('*', async (c, next) => {
     c.set('deps', deps);
     c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache });
+    c.set('triggerPorts', triggerPorts);
     await next();
   });
   app.use('*', requestLog);

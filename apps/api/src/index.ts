@@ -7,8 +7,8 @@ import type { Deps } from './env';
 import { buildErrorBody } from './errors';
 
 export { createApp } from './app';
-export { sharedLookupCache } from './lib/lookup-cache';
 export type { App, AppEnv, Deps } from './env';
+export { sharedLookupCache } from './lib/lookup-cache';
 
 export type RunningApi = { server: ServerType; port: number; close(): Promise<void> };
 

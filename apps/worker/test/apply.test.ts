@@ -314,7 +314,7 @@ describe('outbox', () => {
     expect(second.participantCreated).toBe(false);
     const third = await acceptLoyaltyAction(ctx, w.campaignRow, {
       rewardId: w.reward.id,
-      participant: { id: first.participant.id },
+      participant: { id: first.action.participantId },
     });
     const applied = await applyActions(ctx, [first.action.id, second.action.id, third.action.id]);
     expect(applied.map((r) => r.id)).toEqual([first.action.id, second.action.id, third.action.id]);
@@ -332,12 +332,12 @@ describe('outbox', () => {
     expect(evs.every((e) => e.campaignId === w.campaign.id)).toBe(true);
     const [added, a1, a2, goal, a3] = evs.map((e) => e.data);
     expect(added).toMatchObject({
-      participant: { id: first.participant.id, email, loyaltyActionCount: 0 },
+      participant: { id: first.action.participantId, email, loyaltyActionCount: 0 },
       campaign: { id: w.campaign.id },
     });
     expect(a1).toMatchObject({
       action: { id: first.action.id, status: 'APPLIED', rewardId: w.reward.id },
-      participant: { id: first.participant.id, loyaltyActionCount: 1 },
+      participant: { id: first.action.participantId, loyaltyActionCount: 1 },
       campaign: { id: w.campaign.id },
     });
     expect(a1).not.toHaveProperty('unlockedRewards');
@@ -347,7 +347,7 @@ describe('outbox', () => {
       unlockedRewards: [{ id: unlockedId, rewardId: w.reward.id, approved: true, limit: -1 }],
     });
     expect(goal).toMatchObject({
-      participant: { id: first.participant.id, isWinner: true, loyaltyActionCount: 2 },
+      participant: { id: first.action.participantId, isWinner: true, loyaltyActionCount: 2 },
       reward: { id: unlockedId, rewardId: w.reward.id, conversionsRequired: 2, isAvailable: true },
       campaign: { id: w.campaign.id, name: w.campaign.name },
     });
@@ -359,12 +359,12 @@ describe('exactly once', () => {
   it('a second apply of the same id changes nothing and answers []', async () => {
     const ctx = systemCtx();
     const w = await world(ctx, { reward: { conversionsRequired: 1 } });
-    const { action, participant } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
+    const { action } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
     expect(await applyActions(ctx, [action.id])).toHaveLength(1);
     expect(await applyActions(ctx, [action.id])).toEqual([]);
 
-    expect((await participantRow(participant.id)).loyaltyActionCount).toBe(1);
-    expect(await earned(participant.id)).toHaveLength(1);
+    expect((await participantRow(action.participantId)).loyaltyActionCount).toBe(1);
+    expect(await earned(action.participantId)).toHaveLength(1);
     expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(1);
     const applied = (await eventsOf(w.campaign.id)).filter((e) => e.type === 'LOYALTY_ACTION_APPLIED');
     expect(applied).toHaveLength(1);
@@ -373,10 +373,10 @@ describe('exactly once', () => {
   it('the same id twice in one batch counts once', async () => {
     const ctx = systemCtx();
     const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
-    const { action, participant } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
+    const { action } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
     const res = await applyActions(ctx, [action.id, action.id]);
     expect(res).toEqual([{ id: action.id, status: 'APPLIED', unlockedRewardIds: [] }]);
-    expect((await participantRow(participant.id)).loyaltyActionCountsPerReward).toEqual({
+    expect((await participantRow(action.participantId)).loyaltyActionCountsPerReward).toEqual({
       [w.reward.id]: 1,
     });
     expect((await campaignRow(w.campaign.id)).loyaltyActionCount).toBe(1);
@@ -447,7 +447,7 @@ describe('exactly once', () => {
     const w = await world(ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
     const gone = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail('gone'));
     const kept = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail('kept'));
-    await db.db.delete(participants).where(eq(participants.id, gone.participant.id));
+    await db.db.delete(participants).where(eq(participants.id, gone.action.participantId));
 
     const res = await applyActions(ctx, [gone.action.id, kept.action.id]);
     expect(res).toEqual([

@@ -107,11 +107,11 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   async function acceptOne() {
     const w = await makeWorld(stack.ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
     const [campaign] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, w.campaign.id));
-    const { action, participant } = await acceptLoyaltyAction(stack.ctx, campaign as CampaignRow, {
+    const { action } = await acceptLoyaltyAction(stack.ctx, campaign as CampaignRow, {
       rewardId: w.reward.id,
       participant: { email: uniqueEmail(), addIfNoneExists: true, profile: {} },
     });
-    return { w, action, participant };
+    return { w, action, participant: { id: action.participantId } };
   }
 
   const addJob = (jobId: string, data: unknown, opts: { attempts?: number } = {}) =>

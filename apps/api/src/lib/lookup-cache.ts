@@ -42,7 +42,10 @@ export async function sharedLookupCache(opts: SharedCacheOptions): Promise<Looku
       try {
         await opts.redis.publish(channel, key === undefined ? kind : `${kind}:${key}`);
       } catch (err) {
-        opts.logger.warn({ err, kind }, `lookup cache invalidation not published; other processes drop it within ${opts.ttlMs} ms`);
+        opts.logger.warn(
+          { err, kind },
+          `lookup cache invalidation not published; other processes drop it within ${opts.ttlMs} ms`,
+        );
       }
     },
     close: () => sub.disconnect(),

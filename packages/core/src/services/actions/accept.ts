@@ -20,11 +20,21 @@ export type AcceptActionInput = {
 
 const INFLIGHT_INDEX = 'loyalty_actions_inflight_uq';
 
+/** An accepted action, as its caller needs it: recorded QUEUED, and whether its participant was just made. */
+export type Accepted = {
+  action: { id: string; status: 'QUEUED'; participantId: string; rewardId: string; createdAt: Date };
+  participantCreated: boolean;
+};
+
 /**
  * The API's half of a loyalty action: every check that must answer now, then the action is written to the
  * ledger as QUEUED (with a new participant, if one is created) in one transaction. The caller enqueues it.
  */
-export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput) {
+export async function acceptLoyaltyAction(
+  ctx: Ctx,
+  campaign: CampaignRow,
+  input: AcceptActionInput,
+): Promise<Accepted> {
   if (campaign.status !== 'IN_PROGRESS') {
     throw invalidState(
       `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
@@ -64,7 +74,7 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
         .insert(loyaltyActions)
         .values(newAction(found.participant.id))
         .returning();
-      return { action: action!, participant: found.participant, participantCreated: false };
+      return { action: queued(action!), participantCreated: false };
     }
     if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
     if (!who.addIfNoneExists) {
@@ -81,7 +91,7 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
         'DIRECT',
       );
       const [action] = await db.insert(loyaltyActions).values(newAction(participant.id)).returning();
-      return { action: action!, participant, participantCreated: created };
+      return { action: queued(action!), participantCreated: created };
     });
   } catch (err) {
     if (isUniqueViolation(err, INFLIGHT_INDEX) && input.requestHash) {
@@ -106,6 +116,14 @@ export async function acceptLoyaltyAction(ctx: Ctx, campaign: CampaignRow, input
     throw err;
   }
 }
+
+const queued = (a: typeof loyaltyActions.$inferSelect): Accepted['action'] => ({
+  id: a.id,
+  status: 'QUEUED',
+  participantId: a.participantId,
+  rewardId: a.rewardId,
+  createdAt: a.createdAt,
+});
 
 function isUniqueViolation(err: unknown, constraint: string): boolean {
   const e = (err as { cause?: unknown }).cause ?? err;

@@ -1,4 +1,5 @@
 export * from './accept';
+export * from './accept-batch';
 export * from './apply';
 export * from './read';
 export * from './stale';

@@ -1,6 +1,7 @@
 import type { Ctx } from '../../context';
+import type { CampaignRow } from '../../serialize';
 import { loadCampaignFor, type Principal } from '../auth';
-import { type AcceptActionInput, acceptLoyaltyAction } from './accept';
+import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
 import { waitForAction } from './read';
 
 /** Where accepted actions go to be applied: the job queue in the service, anything in a test or an import. */
@@ -8,6 +9,11 @@ export type ActionQueue = { enqueue(actionIds: string[]): Promise<void> };
 
 export type TriggerPorts = {
   queue: ActionQueue;
+  /**
+   * How the action is recorded: the API passes its accept batcher (group commit).
+   * @defaultValue acceptLoyaltyAction, one request at a time
+   */
+  accept?: (ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput) => Promise<Accepted>;
   /** Told when the enqueue failed: the action is recorded all the same and the relay queues it later. */
   onEnqueueError(err: unknown, actionId: string): void;
   /**
@@ -38,7 +44,7 @@ export async function triggerLoyaltyAction(
   opts: { wait: boolean; onRecorded?: (answer: TriggerAnswer) => void },
 ): Promise<TriggerAnswer> {
   const campaign = await loadCampaignFor(ctx, principal, campaignId);
-  const { action, participantCreated } = await acceptLoyaltyAction(ctx, campaign, input);
+  const { action, participantCreated } = await (ports.accept ?? acceptLoyaltyAction)(ctx, campaign, input);
   const message = participantCreated
     ? 'Participant added and loyalty action accepted'
     : 'Loyalty action accepted';

@@ -1,6 +1,5 @@
 import { z } from '@hono/zod-openapi';
 import { type AcceptActionInput, triggerLoyaltyAction } from '@stampcard/core';
-import { enqueueActions } from '@stampcard/jobs';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../../env';
 import { requestHash } from '../../../lib/request-hash';
@@ -23,16 +22,10 @@ export async function triggerAction(
   input: Omit<AcceptActionInput, 'requestHash' | 'request'>,
   wait: boolean,
 ) {
-  const deps = c.get('deps');
   const principal = c.get('principal');
   const answer = await triggerLoyaltyAction(
     c.get('ctx'),
-    {
-      queue: { enqueue: (ids) => enqueueActions(deps.queues, ids) },
-      onEnqueueError: (err, actionId) =>
-        deps.logger.warn({ err, actionId }, 'enqueue failed; the relay will queue the action'),
-      maxWaitMs: deps.maxWaitMs,
-    },
+    c.get('triggerPorts'),
     principal,
     campaignId,
     {

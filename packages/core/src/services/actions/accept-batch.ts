@@ -1,0 +1,101 @@
+import type { Tx } from '@stampcard/db';
+import { sql } from 'drizzle-orm';
+import { assertLive, type Ctx } from '../../context';
+import { invalidState } from '../../errors';
+import { newId } from '../../ids';
+import { microBatch } from '../../micro-batch';
+import type { CampaignRow } from '../../serialize';
+import { normaliseEmail } from '../participants';
+import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
+
+type Item = { id: string; campaignId: string; input: AcceptActionInput; createdAt: Date };
+
+export type AcceptBatchOptions = {
+  /**
+   * Longest an action waits for others to share its insert, in ms.
+   * @defaultValue 1
+   */
+  maxWaitMs?: number;
+  /**
+   * Most actions per insert.
+   * @defaultValue 64
+   */
+  maxSize?: number;
+};
+
+/**
+ * Group commit for the accept path. The common case (the participant exists, the request is not a duplicate
+ * of one in flight) of every request arriving within a millisecond is ONE statement: an
+ * `INSERT … SELECT` that finds each reward in its campaign and each participant by email or id, and skips
+ * what it cannot insert. Each request is answered once that statement has committed its row. A request
+ * whose row was not inserted takes the one-by-one path (`acceptLoyaltyAction`), which says why: a 404, a new
+ * participant to create, a 409 for a duplicate.
+ */
+export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
+  const batch = microBatch<Item, string | null>({
+    maxSize: opts.maxSize ?? 64,
+    maxWaitMs: opts.maxWaitMs ?? 1,
+    run: async (items) => {
+      const rows = items.map((it) => {
+        const who = it.input.participant;
+        return {
+          id: it.id,
+          campaign_id: it.campaignId,
+          reward_id: it.input.rewardId,
+          email: 'email' in who ? normaliseEmail(who.email) : null,
+          participant_id: 'id' in who ? who.id : null,
+          metadata: it.input.metadata ?? null,
+          request_hash: it.input.requestHash ?? null,
+          created_at: it.createdAt.toISOString(),
+        };
+      });
+      const inserted = await db.execute<{ id: string; participant_id: string }>(sql`
+        insert into loyalty_actions
+          (id, campaign_id, participant_id, reward_id, status, metadata, request_hash, created_at)
+        select q.id, q.campaign_id, p.id, q.reward_id, 'QUEUED', q.metadata, q.request_hash, q.created_at
+        from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as q(
+          id text, campaign_id text, reward_id text, email text, participant_id text, metadata jsonb,
+          request_hash text, created_at timestamptz)
+        join rewards r on r.id = q.reward_id and r.campaign_id = q.campaign_id
+        join lateral (
+          select p.id from participants p
+          where p.campaign_id = q.campaign_id and p.email = q.email
+          union all
+          select p.id from participants p
+          where p.campaign_id = q.campaign_id and p.id = q.participant_id
+          limit 1
+        ) p on true
+        on conflict do nothing
+        returning id, participant_id`);
+      const byId = new Map(inserted.map((r) => [r.id, r.participant_id]));
+      return items.map((it) => byId.get(it.id) ?? null);
+    },
+  });
+
+  return {
+    /** `acceptLoyaltyAction`, with the common case sharing one statement with concurrent requests. */
+    async accept(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput): Promise<Accepted> {
+      if (campaign.status !== 'IN_PROGRESS') {
+        throw invalidState(
+          `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
+        );
+      }
+      assertLive(ctx);
+      const item = { id: newId('action'), campaignId: campaign.id, input, createdAt: ctx.clock.now() };
+      const participantId = await batch.submit(item);
+      if (participantId === null) return acceptLoyaltyAction(ctx, campaign, input);
+      return {
+        action: {
+          id: item.id,
+          status: 'QUEUED',
+          participantId,
+          rewardId: input.rewardId,
+          createdAt: item.createdAt,
+        },
+        participantCreated: false,
+      };
+    },
+  };
+}
+
+export type AcceptBatcher = ReturnType<typeof createAcceptBatcher>;

@@ -44,7 +44,9 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
     opts
       .run(batch.map((p) => p.item))
       .then(
-        (results) => batch.forEach((p, i) => p.resolve(results[i]!)),
+        (results) => {
+          for (const [i, p] of batch.entries()) p.resolve(results[i]!);
+        },
         (err) => {
           for (const p of batch) p.reject(err);
         },

@@ -18,3 +18,4 @@ export * from './services/operator';
 export * from './services/participants';
 export * from './services/webhooks/index';
 export * from './views';
+export * from './services/event-feed';

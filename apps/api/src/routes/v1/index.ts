@@ -1,6 +1,7 @@
 import type { App } from '../../env';
 import { registerGetCampaign } from './campaigns/get-campaign';
 import { registerListCampaigns } from './campaigns/list-campaigns';
+import { registerListEvents } from './events/list-events';
 import { registerGetLoyaltyAction } from './loyalty-actions/get-loyalty-action';
 import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-action';
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
@@ -14,4 +15,5 @@ export function registerV1(app: App) {
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);
   registerGetLoyaltyAction(app);
+  registerListEvents(app);
 }

@@ -1,0 +1,28 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { listCampaignEvents, loadCampaignFor } from '@stampcard/core';
+import type { App } from '../../../env';
+import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+
+const route = createRoute({
+  method: 'get',
+  path: '/v1/campaign/{id}/events',
+  summary: "A campaign's events, oldest first, to reconcile what webhooks missed",
+  description:
+    'Each event is `{ id, type, timestamp, data }`, as its webhook carries it. Page with `after` (the `nextAfter` of the previous page) while `more` is true; `limit` 1..100 (20).',
+  tags: ['Events'],
+  request: {
+    params: z.object({ id: campaignIdParam }),
+    query: z.strictObject({
+      after: z.string().min(1).max(64).optional(),
+      limit: z.coerce.number().int().min(1).max(100).default(20),
+    }),
+  },
+  responses: { ...okResponse('`{ events, more, nextAfter }`'), ...errorResponses },
+});
+
+export const registerListEvents = (app: App) =>
+  app.openapi(route, async (c) => {
+    const ctx = c.get('ctx');
+    const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id);
+    return c.json(await listCampaignEvents(ctx, campaign.id, c.req.valid('query')), 200);
+  });

@@ -1,4 +1,12 @@
-import { type App, createApp, type Deps, type RunningApi, sharedLookupCache, startApi } from '@stampcard/api';
+import {
+  type App,
+  appliedSignal,
+  createApp,
+  type Deps,
+  type RunningApi,
+  sharedLookupCache,
+  startApi,
+} from '@stampcard/api';
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
@@ -102,6 +110,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       logger,
       ttlMs: config.LOOKUP_CACHE_MS,
     }));
+  const applied = apiDb && (await appliedSignal(queues.producer.redis, config.QUEUE_PREFIX, logger));
   const deps: Deps | null = apiDb && {
     db: apiDb.db,
     redis: queues.producer.redis,
@@ -110,6 +119,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger,
     operatorToken: config.OPERATOR_TOKEN,
     cache: cache ?? undefined,
+    applied: applied?.signal,
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
@@ -194,6 +204,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       await api?.close();
       await Promise.all([stopWorker(), stopDispatcher()]);
       cache?.close();
+      applied?.close();
       await queues.close();
       await Promise.all([apiDb?.close(), workerDb?.close(), dispatcherDb?.close()]);
     },

@@ -46,6 +46,7 @@ export function createApp(deps: Deps) {
     onEnqueueError: (err, actionId) =>
       deps.logger.warn({ err, actionId }, 'enqueue failed; the relay will queue the action'),
     maxWaitMs: deps.maxWaitMs,
+    applied: deps.applied,
   };
 
   app.use('*', async (c, next) => {

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from '@stampcard/config';
-import type { Clock, Ctx, LookupCache, Principal, TriggerPorts } from '@stampcard/core';
+import type { AppliedSignal, Clock, Ctx, LookupCache, Principal, TriggerPorts } from '@stampcard/core';
 import type { Database } from '@stampcard/db';
 import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
@@ -34,6 +34,11 @@ export type Deps = {
    * @defaultValue none
    */
   limiters?: MiddlewareHandler<AppEnv>[];
+  /**
+   * Wakes `?wait=true` requests when the worker announces their action applied.
+   * @defaultValue none: they poll the ledger
+   */
+  applied?: AppliedSignal;
   /**
    * Longest `?wait=true` waits for an action to be applied, in ms.
    * @defaultValue 10000

@@ -8,6 +8,7 @@ import { buildErrorBody } from './errors';
 
 export { createApp } from './app';
 export type { App, AppEnv, Deps } from './env';
+export { appliedSignal } from './lib/applied-signal';
 export { sharedLookupCache } from './lib/lookup-cache';
 
 export type RunningApi = { server: ServerType; port: number; close(): Promise<void> };

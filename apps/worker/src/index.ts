@@ -1,6 +1,6 @@
 import type { Logger } from '@stampcard/config';
 import { applyActionBatch, type Ctx } from '@stampcard/core';
-import { enqueue, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import { appliedChannel, enqueue, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
@@ -75,6 +75,12 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
       ).catch((err) =>
         opts.logger.warn({ err, events: eventIds.length }, 'events left to the dispatcher sweep'),
       );
+      // Wake the `?wait=true` requests of this batch (they read the ledger again at least every second anyway).
+      if (applied.length > 0) {
+        await opts.connection
+          .publish(appliedChannel(opts.prefix), applied.map((a) => a.id).join(','))
+          .catch((err) => opts.logger.warn({ err }, 'applied actions not announced'));
+      }
       return applied;
     },
     maxSize: concurrency,

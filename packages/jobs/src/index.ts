@@ -1,4 +1,5 @@
 export * from './catalog';
+export * from './channels';
 export * from './consumers';
 export * from './periodic';
 export * from './queues';

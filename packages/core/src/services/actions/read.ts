@@ -22,14 +22,32 @@ export async function getAction(ctx: Ctx, campaignId: string, actionId: string) 
   return serializeAction(action, unlocked);
 }
 
-/** Polls the ledger until the action leaves QUEUED or `timeoutMs` passes; answers its state either way. */
-export async function waitForAction(ctx: Ctx, campaignId: string, actionId: string, timeoutMs: number) {
+/**
+ * Resolves when `actionId` may have been applied (a notification), or after `ms` at the latest. Lost
+ * notifications only cost time: the caller reads the ledger again either way.
+ */
+export type AppliedSignal = (actionId: string, ms: number) => Promise<void>;
+
+/**
+ * Reads the action until it leaves QUEUED or `timeoutMs` passes; answers its state either way. With
+ * `applied`, it reads again when the worker says the action was applied (and at least every second);
+ * without, it polls with a growing pause (10 ms to 100 ms).
+ */
+export async function waitForAction(
+  ctx: Ctx,
+  campaignId: string,
+  actionId: string,
+  timeoutMs: number,
+  applied?: AppliedSignal,
+) {
   const deadline = Date.now() + timeoutMs;
   let delay = 10;
   for (;;) {
     const state = await getAction(ctx, campaignId, actionId);
     if (state.status !== 'QUEUED' || Date.now() >= deadline || ctx.signal?.aborted) return state;
-    await new Promise((r) => setTimeout(r, Math.min(delay, Math.max(0, deadline - Date.now()))));
+    const left = Math.max(0, deadline - Date.now());
+    if (applied) await applied(actionId, Math.min(left, 1000));
+    else await new Promise((r) => setTimeout(r, Math.min(delay, left)));
     delay = Math.min(delay * 2, 100);
   }
 }

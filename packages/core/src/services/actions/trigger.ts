@@ -2,7 +2,7 @@ import type { Ctx } from '../../context';
 import type { CampaignRow } from '../../serialize';
 import { loadCampaignFor, type Principal } from '../auth';
 import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
-import { waitForAction } from './read';
+import { type AppliedSignal, waitForAction } from './read';
 
 /** Where accepted actions go to be applied: the job queue in the service, anything in a test or an import. */
 export type ActionQueue = { enqueue(actionIds: string[]): Promise<void> };
@@ -16,6 +16,11 @@ export type TriggerPorts = {
   accept?: (ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput) => Promise<Accepted>;
   /** Told when the enqueue failed: the action is recorded all the same and the relay queues it later. */
   onEnqueueError(err: unknown, actionId: string): void;
+  /**
+   * Wakes a `wait` trigger when its action was applied.
+   * @defaultValue none: the ledger is polled
+   */
+  applied?: AppliedSignal;
   /**
    * Longest a `wait` trigger waits for the action to be applied, in ms.
    * @defaultValue 10000
@@ -62,7 +67,7 @@ export async function triggerLoyaltyAction(
     ports.onEnqueueError(err, action.id);
   }
   if (!opts.wait) return { success: true, message, action: accepted };
-  const state = await waitForAction(ctx, campaign.id, action.id, ports.maxWaitMs ?? 10_000);
+  const state = await waitForAction(ctx, campaign.id, action.id, ports.maxWaitMs ?? 10_000, ports.applied);
   return {
     success: true,
     message: state.status === 'QUEUED' ? `${message}; not applied yet` : message,

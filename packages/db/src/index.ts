@@ -1,3 +1,4 @@
+export * from './any-of';
 export * from './client';
 export * from './migrate';
 export * from './schema/index';

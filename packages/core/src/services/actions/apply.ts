@@ -1,4 +1,4 @@
-import { campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
+import { anyOf, campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
 import type { Ctx } from '../../context';
@@ -52,7 +52,7 @@ export async function applyActionBatch(
             .select({ id: loyaltyActions.id })
             .from(loyaltyActions)
             .where(
-              and(inArray(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')),
+              and(anyOf(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')),
             )
             .orderBy(asc(loyaltyActions.id))
             .for('update'),
@@ -65,14 +65,14 @@ export async function applyActionBatch(
     const pRows = await db
       .select()
       .from(participants)
-      .where(inArray(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
+      .where(anyOf(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
       .orderBy(asc(participants.id))
       .for('update');
     const byParticipant = new Map(pRows.map((p) => [p.id, { ...p }]));
     const rRows = await db
       .select()
       .from(rewards)
-      .where(inArray(rewards.id, [...new Set(claimed.map((a) => a.rewardId))]));
+      .where(anyOf(rewards.id, [...new Set(claimed.map((a) => a.rewardId))]));
     const byReward = new Map(rRows.map((r) => [r.id, r]));
     const capped = rRows
       .filter(hasWinnersCap)
@@ -82,14 +82,14 @@ export async function applyActionBatch(
       await db
         .select({ id: rewards.id })
         .from(rewards)
-        .where(inArray(rewards.id, capped))
+        .where(anyOf(rewards.id, capped))
         .orderBy(asc(rewards.id))
         .for('update');
     }
     const cRows = await db
       .select()
       .from(campaigns)
-      .where(inArray(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))]));
+      .where(anyOf(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))]));
     const byCampaign = new Map(cRows.map((c) => [c.id, c]));
 
     const results: AppliedAction[] = [];

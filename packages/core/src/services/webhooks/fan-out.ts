@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { anyOf, events, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, asc, eq, inArray, isNull, lte } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
@@ -34,7 +34,7 @@ export async function fanOutEvents(
     const picked = await db
       .select({ id: events.id, campaignId: events.campaignId, type: events.type })
       .from(events)
-      .where(and(isNull(events.dispatchedAt), eventIds ? inArray(events.id, eventIds) : undefined))
+      .where(and(isNull(events.dispatchedAt), eventIds ? anyOf(events.id, eventIds) : undefined))
       .orderBy(asc(events.seq))
       .limit(FAN_OUT_BATCH)
       .for('update', { skipLocked: true });
@@ -48,7 +48,7 @@ export async function fanOutEvents(
         enabled: webhookEndpoints.enabled,
       })
       .from(webhookEndpoints)
-      .where(inArray(webhookEndpoints.campaignId, [...new Set(picked.map((e) => e.campaignId))]));
+      .where(anyOf(webhookEndpoints.campaignId, [...new Set(picked.map((e) => e.campaignId))]));
     const rows = picked.flatMap((e) =>
       endpoints
         .filter((ep) => ep.campaignId === e.campaignId && wantsEvent(ep, e.type))
@@ -76,7 +76,7 @@ export async function fanOutEvents(
       .update(events)
       .set({ dispatchedAt: now })
       .where(
-        inArray(
+        anyOf(
           events.id,
           picked.map((e) => e.id),
         ),

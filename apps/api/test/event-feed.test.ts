@@ -1,17 +1,59 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { recordEvents } from '@stampcard/core';
+import { events } from '@stampcard/db';
+import { asc, eq, isNull } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { client, expectErrorShape, inProcess } from '../../../test/support/client';
+import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeUserWithKey, makeWorld } from '../../../test/support/factories';
 import { startReceiver } from '../../../test/support/receiver';
 import { refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, registerEndpoint } from '../../../test/support/webhooks';
 
-const stack = useTestStack({ dispatcher: true, sweep: true });
-const expectRefused = refusals(stack);
+// The dispatcher and its sweep run, so events reach webhook endpoints as in production; served over HTTP too,
+// for the README's curl example.
+const stack = useTestStack({ dispatcher: true, sweep: true, http: true });
+const refused = refusals(stack);
+
+/**
+ * A refused request writes nothing. The sweep marks events dispatched in the background, so the outbox is
+ * let settle first: only then does the database stay still around the request.
+ */
+async function expectRefused(...args: Parameters<typeof refused>) {
+  await eventually(
+    () => stack.ctx.db.$count(events, isNull(events.dispatchedAt)),
+    (n) => n === 0,
+  );
+  return refused(...args);
+}
+
+type FeedEvent = { id: string; type: string; timestamp: number; data: Record<string, unknown> };
+
+/** The campaign's outbox rows, oldest first, in the feed's shape. */
+async function stored(campaignId: string): Promise<FeedEvent[]> {
+  const rows = await stack.ctx.db
+    .select()
+    .from(events)
+    .where(eq(events.campaignId, campaignId))
+    .orderBy(asc(events.seq));
+  return rows.map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data }));
+}
+
+/** `n` CAMPAIGN_ENDED events written straight to the outbox; answers their ids, oldest first. */
+const ended = (campaignId: string, n: number) =>
+  recordEvents(
+    stack.ctx,
+    Array.from({ length: n }, (_, i) => ({
+      campaignId,
+      type: 'CAMPAIGN_ENDED' as const,
+      data: { campaign: { id: campaignId, name: `x${i}`, status: 'COMPLETE' as const, currencyISO: 'USD' } },
+    })),
+  );
 
 describe('the event feed', () => {
-  it('gives each event exactly as its webhook carried it, oldest first', async () => {
+  it('gives each event exactly as stored and as its webhook carried it, oldest first', async () => {
     const rx = await startReceiver();
     try {
       const w = await goalWorld(stack);
@@ -21,69 +63,146 @@ describe('the event feed', () => {
       const delivered = await rx.waitFor(6);
       const feed = await w.api.get(`/v1/campaign/${w.campaign.id}/events?limit=100`);
       expect(feed.status).toBe(200);
+      expect(Object.keys(feed.body).sort()).toEqual(['events', 'more', 'nextAfter']);
       expect(feed.body.more).toBe(false);
-      expect(feed.body.events).toHaveLength(6);
+      expect(feed.body.events.map((e: FeedEvent) => e.type)).toEqual([
+        'NEW_PARTICIPANT_ADDED',
+        'LOYALTY_ACTION_APPLIED',
+        'PARTICIPANT_REACHED_A_GOAL',
+        'NEW_PARTICIPANT_ADDED',
+        'LOYALTY_ACTION_APPLIED',
+        'PARTICIPANT_REACHED_A_GOAL',
+      ]);
       expect(feed.body.nextAfter).toBe(feed.body.events[5].id);
-      const bodies = new Map(delivered.map((r) => [r.body, r]));
+      // Each event is its outbox row: id, type, createdAt in UTC ms, data; in seq order.
+      expect(feed.body.events).toEqual(await stored(w.campaign.id));
       for (const e of feed.body.events) {
+        expect(Object.keys(e).sort()).toEqual(['data', 'id', 'timestamp', 'type']);
         expect(e.id).toMatch(/^evt_/);
-        const { id: _id, ...body } = e;
-        // The same bytes a webhook delivery carried: a receiver can treat the two alike.
-        expect(bodies.has(JSON.stringify(body)), e.type).toBe(true);
+        expect(Number.isInteger(e.timestamp)).toBe(true);
       }
-      const times = feed.body.events.map((e: any) => e.timestamp);
-      expect(times).toEqual([...times].sort((a, b) => a - b));
+      // Without its id, each event is byte for byte the body one webhook delivery carried.
+      const bodies = feed.body.events.map(({ id: _id, ...body }: FeedEvent) => JSON.stringify(body));
+      expect([...new Set(delivered.map((r) => r.body))].sort()).toEqual([...bodies].sort());
     } finally {
       await rx.close();
     }
   });
 
-  it("pages through every event exactly once, and never shows another campaign's", async () => {
+  it("pages through every event exactly once with the default limit, and never shows another campaign's", async () => {
     const w = await makeWorld(stack.ctx);
     const other = await makeWorld(stack.ctx);
-    const ended = (campaignId: string, n: number) =>
-      Array.from({ length: n }, () => ({
-        campaignId,
-        type: 'CAMPAIGN_ENDED' as const,
-        data: { campaign: { id: campaignId, name: 'x', status: 'COMPLETE' as const, currencyISO: 'USD' } },
-      }));
-    const mine = await recordEvents(stack.ctx, ended(w.campaign.id, 45));
-    await recordEvents(stack.ctx, ended(other.campaign.id, 5));
+    const first = await ended(w.campaign.id, 30);
+    await ended(other.campaign.id, 5);
+    const mine = [...first, ...(await ended(w.campaign.id, 15))];
     const api = client(inProcess(stack.app), w.key);
-    const seen: string[] = [];
-    let after = '';
-    for (let page = 0; page < 10; page++) {
-      const res = await api.get(`/v1/campaign/${w.campaign.id}/events${after ? `?after=${after}` : ''}`);
+    const path = `/v1/campaign/${w.campaign.id}/events`;
+    const pages: { ids: string[]; more: boolean; nextAfter: string | null }[] = [];
+    let after: string | null = null;
+    do {
+      const res = await api.get(after ? `${path}?after=${after}` : path);
       expect(res.status).toBe(200);
-      expect(res.body.events.length).toBeLessThanOrEqual(20);
-      seen.push(...res.body.events.map((e: any) => e.id));
-      if (!res.body.more) break;
-      after = res.body.nextAfter;
-    }
-    expect(seen).toEqual(mine);
-    const last = await api.get(`/v1/campaign/${w.campaign.id}/events?after=${mine.at(-1)}`);
+      const ids = res.body.events.map((e: FeedEvent) => e.id);
+      pages.push({ ids, more: res.body.more, nextAfter: res.body.nextAfter });
+      expect(res.body.nextAfter).toBe(ids.at(-1));
+      after = res.body.more ? res.body.nextAfter : null;
+    } while (after && pages.length < 10);
+    expect(pages.map((p) => p.ids.length)).toEqual([20, 20, 5]);
+    expect(pages.map((p) => p.more)).toEqual([true, true, false]);
+    expect(pages.flatMap((p) => p.ids)).toEqual(mine);
+
+    // After the last event: an empty page, nothing more, no cursor.
+    const last = await api.get(`${path}?after=${mine.at(-1)}`);
     expect(last.body).toEqual({ events: [], more: false, nextAfter: null });
+    // `more` is exact when the page ends on the last event.
+    const exact = await api.get(`${path}?after=${mine[29]}&limit=15`);
+    expect(exact.body.events.map((e: FeedEvent) => e.id)).toEqual(mine.slice(30));
+    expect(exact.body).toMatchObject({ more: false, nextAfter: mine.at(-1) });
+    // Limits at both bounds.
+    const one = await api.get(`${path}?limit=1`);
+    expect(one.body.events.map((e: FeedEvent) => e.id)).toEqual([mine[0]]);
+    expect(one.body).toMatchObject({ more: true, nextAfter: mine[0] });
+    const hundred = await api.get(`${path}?limit=100`);
+    expect(hundred.body.events.map((e: FeedEvent) => e.id)).toEqual(mine);
+    expect(hundred.body.more).toBe(false);
+    // The other campaign sees only its own.
+    const theirs = await client(inProcess(stack.app), other.key).get(
+      `/v1/campaign/${other.campaign.id}/events`,
+    );
+    expect(theirs.body.events).toHaveLength(5);
+    expect(theirs.body.events.every((e: FeedEvent) => !mine.includes(e.id))).toBe(true);
   });
 
-  it('refuses bad paging, unknown cursors and callers who cannot reach the campaign', async () => {
+  it('answers an empty page for a campaign without events', async () => {
+    const w = await makeWorld(stack.ctx);
+    const res = await client(inProcess(stack.app), w.key).get(`/v1/campaign/${w.campaign.id}/events`);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ events: [], more: false, nextAfter: null });
+  });
+
+  it('refuses bad paging with the ValidationError body', async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    const path = `/v1/campaign/${w.campaign.id}/events`;
+    for (const [q, param] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['limit=abc', 'limit'],
+      ['limit=1.5', 'limit'],
+      ['limit=', 'limit'],
+      ['after=', 'after'],
+      ['colour=red', 'colour'],
+    ] as const) {
+      const body = await expectRefused(() => api.get(`${path}?${q}`), 400, 'VALIDATION_ERROR');
+      expect(body.name).toBe('ValidationError');
+      expect(body.errors).toEqual([expect.objectContaining({ location: 'query', param })]);
+    }
+  });
+
+  it('refuses unknown cursors and callers who cannot reach the campaign', async () => {
     const w = await makeWorld(stack.ctx);
     const other = await makeWorld(stack.ctx);
     const api = client(inProcess(stack.app), w.key);
     const path = `/v1/campaign/${w.campaign.id}/events`;
-    for (const q of ['limit=0', 'limit=101', 'limit=abc', 'limit=1.5', 'after=', 'colour=red'])
-      await expectRefused(() => api.get(`${path}?${q}`), 400, 'VALIDATION_ERROR');
-    const [foreign] = await recordEvents(stack.ctx, [
-      {
-        campaignId: other.campaign.id,
-        type: 'CAMPAIGN_ENDED',
-        data: { campaign: { id: other.campaign.id, name: 'x', status: 'COMPLETE', currencyISO: 'USD' } },
-      },
-    ]);
-    await expectRefused(() => api.get(`${path}?after=${foreign}`), 404, 'NOT_FOUND');
-    await expectRefused(() => api.get(`${path}?after=evt_missing`), 404, 'NOT_FOUND');
-    await expectRefused(() => api.get(`/v1/campaign/${other.campaign.id}/events`), 403, 'NOT_AUTHORIZED');
+    const [foreign] = await ended(other.campaign.id, 1);
+    // An event of another campaign is no cursor here, nor is an id that never existed.
+    for (const after of [foreign, 'evt_missing']) {
+      const body = await expectRefused(() => api.get(`${path}?after=${after}`), 404, 'NOT_FOUND');
+      expect(body.name).toBe('NotFound');
+      expect(body.message).toContain(after);
+    }
+    await expectRefused(() => api.get('/v1/campaign/nosuchcampaign/events'), 404, 'NOT_FOUND');
+    // Another account's campaign, even with a cursor of its own.
+    const b = await expectRefused(
+      () => api.get(`/v1/campaign/${other.campaign.id}/events?after=${foreign}`),
+      403,
+      'NOT_AUTHORIZED',
+    );
+    expect(b.message).toMatch(/another account/);
+    // A MEMBER key without access to the campaign, and no key at all.
     const member = await makeUserWithKey(stack.ctx, w.account.id, { role: 'MEMBER', campaignIds: [] });
     await expectRefused(() => client(inProcess(stack.app), member.key).get(path), 403, 'NOT_AUTHORIZED');
     expectErrorShape(await client(inProcess(stack.app)).get(path), 403, 'NOT_AUTHORIZED');
+  });
+
+  it("answers the README's curl example as the README shows", async () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('### Reconciling with the event feed'));
+    const curl = section.match(/```sh\n(curl [^\n]*)\n/)![1]!;
+    const w = await makeWorld(stack.ctx);
+    const ids = await ended(w.campaign.id, 102);
+    const { stdout, stderr } = await promisify(execFile)('bash', ['-c', `set -euo pipefail\n${curl}`], {
+      env: {
+        ...process.env,
+        B: stack.baseUrl!,
+        CAMPAIGN_ID: w.campaign.id,
+        API_KEY: w.key,
+        LAST_EVENT_ID: ids[0]!,
+      },
+    });
+    expect(stderr).toBe('');
+    const body = JSON.parse(stdout);
+    expect(body.events.map((e: FeedEvent) => e.id)).toEqual(ids.slice(1, 101));
+    expect(body).toMatchObject({ more: true, nextAfter: ids[100] });
   });
 });

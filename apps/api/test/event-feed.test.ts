@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { recordEvents } from '@stampcard/core';
 import { events } from '@stampcard/db';
 import { asc, eq, isNull } from 'drizzle-orm';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeUserWithKey, makeWorld } from '../../../test/support/factories';
@@ -204,5 +205,39 @@ describe('the event feed', () => {
     const body = JSON.parse(stdout);
     expect(body.events.map((e: FeedEvent) => e.id)).toEqual(ids.slice(1, 101));
     expect(body).toMatchObject({ more: true, nextAfter: ids[100] });
+  });
+});
+
+describe('the event feed under concurrent writers', () => {
+  it('never lets a reader pass an event that commits after a later one', async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    const feed = async (after?: string) =>
+      (await api.get(`/v1/campaign/${w.campaign.id}/events?limit=100${after ? `&after=${after}` : ''}`)).body;
+    const pg = postgres(stack.dbUrl, { max: 2, onnotice: () => {} });
+    const a = await pg.reserve();
+    const b = await pg.reserve();
+    const insert = (conn: typeof a, id: string) =>
+      conn`insert into events (id, campaign_id, type, data, created_at)
+           values (${id}, ${w.campaign.id}, 'CAMPAIGN_ENDED', ${pg.json({ campaign: { id: w.campaign.id } })}, now())`;
+    try {
+      // B's transaction starts writing first; A then takes the smaller seq, and B commits first.
+      await b`begin`;
+      await b`select pg_current_xact_id()`;
+      await a`begin`;
+      await insert(a, 'evt_first_seq');
+      await insert(b, 'evt_second_seq');
+      await b`commit`;
+      const seen = await feed();
+      expect(seen.events.map((e: any) => e.id)).toEqual(['evt_second_seq']);
+      await a`commit`;
+      // Ordered by seq alone, a reader past evt_second_seq would never see evt_first_seq.
+      const next = await feed(seen.nextAfter);
+      expect(next.events.map((e: any) => e.id)).toEqual(['evt_first_seq']);
+    } finally {
+      a.release();
+      b.release();
+      await pg.end();
+    }
   });
 });

@@ -1,5 +1,15 @@
 import { sql } from 'drizzle-orm';
-import { bigserial, boolean, index, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import {
+  bigserial,
+  boolean,
+  customType,
+  index,
+  jsonb,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
 import { campaigns, type Metadata, rewards } from './campaigns';
 import { participants } from './participants';
 
@@ -92,9 +102,15 @@ export const formSubmissions = pgTable(
   (t) => [index('form_submissions_campaign_idx').on(t.campaignId, t.status)],
 );
 
+/** PostgreSQL's 64-bit transaction id (`xid8`), read as a decimal string. */
+const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => 'xid8' });
+
 /**
- * The outbox: every event is written in the transaction of the change that causes it. `seq` orders a
- * campaign's feed; `dispatchedAt` is set once the dispatcher has fanned it out to endpoints.
+ * The outbox: every event is written in the transaction of the change that causes it. `seq` orders the
+ * dispatcher's work; `dispatchedAt` is set once it has fanned the event out to endpoints. `txId` is the id
+ * of the transaction that wrote it: the public feed orders by (txId, seq) and shows only events of
+ * transactions older than every one still running, so an event that commits late can never appear behind a
+ * cursor a reader already passed (a `seq` taken early can commit after a larger one).
  */
 export const events = pgTable(
   'events',
@@ -108,10 +124,12 @@ export const events = pgTable(
     data: jsonb('data').$type<Record<string, unknown>>().notNull(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     dispatchedAt: timestamp('dispatched_at', { withTimezone: true, mode: 'date' }),
+    txId: xid8('tx_id').notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
     uniqueIndex('events_id_uq').on(t.id),
     index('events_campaign_seq_idx').on(t.campaignId, t.seq),
+    index('events_campaign_tx_seq_idx').on(t.campaignId, t.txId, t.seq),
     index('events_undispatched_idx').on(t.seq).where(sql`${t.dispatchedAt} is null`),
   ],
 );

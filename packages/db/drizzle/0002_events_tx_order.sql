@@ -1,0 +1,2 @@
+ALTER TABLE "events" ADD COLUMN "tx_id" "xid8" DEFAULT pg_current_xact_id() NOT NULL;--> statement-breakpoint
+CREATE INDEX "events_campaign_tx_seq_idx" ON "events" USING btree ("campaign_id","tx_id","seq");

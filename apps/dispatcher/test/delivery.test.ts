@@ -39,6 +39,7 @@ describe('delivery', () => {
       expect(verified).toEqual(r.json);
       expect(Object.keys(r.json).sort()).toEqual(['data', 'timestamp', 'type']);
       expect(r.headers['webhook-id']).toMatch(/^msg_/);
+      expect(r.headers['stampcard-event-id']).toMatch(/^evt_/);
       expect(r.headers['content-type']).toBe('application/json');
     }
     const goal = got.find((r) => r.json.type === 'PARTICIPANT_REACHED_A_GOAL')!.json;

@@ -61,9 +61,10 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
         secrets: delivery.secrets,
       });
       // The outbox event's id too, so a receiver can match a delivery with the event feed.
-      const eventHeader = message.eventId ? { 'stampcard-event-id': message.eventId } : {};
+      const sent: Record<string, string> = { ...headers };
+      if (message.eventId) sent['stampcard-event-id'] = message.eventId;
       const attemptedAt = ctx.clock.now();
-      const result = await sender.send(endpoint.url, { ...headers, ...eventHeader }, delivery.body);
+      const result = await sender.send(endpoint.url, sent, delivery.body);
       answered = result.statusCode !== null;
       const outcome = await recordAttempt(
         ctx,

@@ -4,6 +4,7 @@ import { enqueueActions } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
 import { bodyLimit } from 'hono/body-limit';
 import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
+import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { BODY_LIMITS } from './lib/parse-body';
@@ -73,6 +74,8 @@ export function createApp(deps: Deps) {
     }),
   );
 
+  // Before the /v1 middleware: the document and its page need no API key, and answer from memory.
+  registerDocs(app);
   app.use('/v1/*', requestDeadline);
   app.use('/admin/*', requestDeadline);
 

@@ -26,7 +26,7 @@ export type Deps = {
   allowPrivateNetworks?: boolean;
   /**
    * `supportUrl` of error bodies.
-   * @defaultValue this service's `/docs#errors` page
+   * @defaultValue the errors section of this service's docs page, `<origin>/v1/docs#errors`
    */
   supportUrl?: string;
   /**

@@ -8,6 +8,7 @@ import {
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
+import { defaultSupportUrl } from './docs';
 import type { AppEnv } from './env';
 
 type Details = Record<string, unknown>;
@@ -40,7 +41,7 @@ export function buildErrorBody(
 
 /** The error body for a request being answered by the app. */
 export function errorBody(c: Context<AppEnv>, code: ErrorCode, message: string, details: Details = {}) {
-  const supportUrl = c.get('deps')?.supportUrl ?? `${new URL(c.req.url).origin}/docs#errors`;
+  const supportUrl = c.get('deps')?.supportUrl ?? defaultSupportUrl(new URL(c.req.url).origin);
   return buildErrorBody(code, message, { supportUrl, requestId: c.get('requestId') }, details);
 }
 

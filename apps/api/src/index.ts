@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { createApp } from './app';
+import { defaultSupportUrl } from './docs';
 import type { Deps } from './env';
 import { buildErrorBody } from './errors';
 
@@ -80,7 +81,10 @@ export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningA
       },
       (info) => {
         server.off('error', reject);
-        answerClientErrors(server as Server, deps.supportUrl ?? `http://localhost:${info.port}/docs#errors`);
+        answerClientErrors(
+          server as Server,
+          deps.supportUrl ?? defaultSupportUrl(`http://localhost:${info.port}`),
+        );
         resolve({
           server,
           port: info.port,

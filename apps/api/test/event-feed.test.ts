@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { recordEvents } from '@stampcard/core';
 import { events } from '@stampcard/db';
-import { asc, eq, isNull } from 'drizzle-orm';
+import { asc, eq, isNull, sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
@@ -42,9 +42,23 @@ async function stored(campaignId: string): Promise<FeedEvent[]> {
   return rows.map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data }));
 }
 
+/**
+ * Waits until the feed may show every event written so far: it shows an event once every transaction older
+ * than it has ended, anywhere in the cluster (other test files' included).
+ */
+async function visible() {
+  await eventually(
+    () =>
+      stack.ctx.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from events where tx_id >= pg_snapshot_xmin(pg_current_snapshot())`,
+      ),
+    (rows) => rows[0]!.n === 0,
+  );
+}
+
 /** `n` CAMPAIGN_ENDED events written straight to the outbox; answers their ids, oldest first. */
-const ended = (campaignId: string, n: number) =>
-  recordEvents(
+async function ended(campaignId: string, n: number) {
+  const ids = await recordEvents(
     stack.ctx,
     Array.from({ length: n }, (_, i) => ({
       campaignId,
@@ -52,6 +66,9 @@ const ended = (campaignId: string, n: number) =>
       data: { campaign: { id: campaignId, name: `x${i}`, status: 'COMPLETE' as const, currencyISO: 'USD' } },
     })),
   );
+  await visible();
+  return ids;
+}
 
 describe('the event feed', () => {
   it('gives each event exactly as stored and as its webhook carried it, oldest first', async () => {
@@ -62,6 +79,7 @@ describe('the event feed', () => {
       await w.act();
       await w.act();
       const delivered = await rx.waitFor(6);
+      await visible();
       const feed = await w.api.get(`/v1/campaign/${w.campaign.id}/events?limit=100`);
       expect(feed.status).toBe(200);
       expect(Object.keys(feed.body).sort()).toEqual(['events', 'more', 'nextAfter']);
@@ -228,11 +246,15 @@ describe('the event feed under concurrent writers', () => {
       await insert(a, 'evt_first_seq');
       await insert(b, 'evt_second_seq');
       await b`commit`;
-      const seen = await feed();
+      // Shown once every older transaction in the cluster has ended (other test files' too); A is younger.
+      const seen = await eventually(feed, (page) => page.events.length > 0);
       expect(seen.events.map((e: any) => e.id)).toEqual(['evt_second_seq']);
       await a`commit`;
       // Ordered by seq alone, a reader past evt_second_seq would never see evt_first_seq.
-      const next = await feed(seen.nextAfter);
+      const next = await eventually(
+        () => feed(seen.nextAfter),
+        (page) => page.events.length > 0,
+      );
       expect(next.events.map((e: any) => e.id)).toEqual(['evt_first_seq']);
     } finally {
       a.release();

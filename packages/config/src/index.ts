@@ -104,7 +104,7 @@ export const envSchema = z.object({
    * @defaultValue 5000
    */
   LOOKUP_CACHE_MS: intFromEnv(5000),
-  /** Error bodies carry `supportUrl`; default: this service's `/docs` page. */
+  /** Error bodies carry `supportUrl`; default: the errors section of this service's docs page, `/v1/docs#errors`. */
   SUPPORT_URL: z.url().optional(),
 });
 

@@ -85,8 +85,13 @@ type JsonBodyRoute = Omit<RouteConfig, 'middleware'> & {
 /**
  * `createRoute` for an endpoint with a body: the body is guarded (`guardBody`), and the JSON body schema it
  * declares also validates the same body sent form-encoded. Every route with a body is defined with it.
+ * (`P` keeps the path's literal type as `createRoute` does. A `const` type parameter would type the `200` of
+ * a spread `okResponse(...)` as the string `'200'`, which hono's typed responses do not match: the handler's
+ * answer would go unchecked against its schema.)
  */
-export function createBodyRoute<const R extends JsonBodyRoute>(config: R) {
+export function createBodyRoute<P extends string, R extends Omit<JsonBodyRoute, 'path'> & { path: P }>(
+  config: R,
+) {
   const schema = config.request.body.content['application/json'].schema;
   return createRoute({ ...config, middleware: [guardBody(schema)] });
 }

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { errorResponsesFor, OPERATOR_ERRORS, PUBLIC_ERRORS } from './error-schema';
 
 /** Bounds of a PostgreSQL `integer` column: every integer input is held to what its column stores. */
 export const PG_INT_MIN = -2_147_483_648;
@@ -30,26 +31,20 @@ export const campaignIdParam = z
   .max(64)
   .openapi({ param: { name: 'id', in: 'path' }, example: 'a1b2c3d4' });
 
-/** The success body every route answers with: a JSON object, described per route in prose. */
+/** An untyped JSON object: what a route answered before it had a schema. The OpenAPI test refuses it. */
 export const jsonObject = z.record(z.string(), z.unknown());
 
-export const errorResponses = Object.fromEntries(
-  [
-    [400, 'ValidationError or InvalidState'],
-    [402, 'UsageLimit: participant quota exhausted'],
-    [403, 'NotAuthorized'],
-    [404, 'NotFound'],
-    [409, 'DuplicateRequest'],
-    [429, 'RateLimit'],
-    [503, 'Unavailable: a backing store is down'],
-  ].map(([status, description]) => [
-    status,
-    { description: String(description), content: { 'application/json': { schema: jsonObject } } },
-  ]),
-);
+/** The errors of a `/v1` route (see `errorResponsesFor` for a route that answers others too). */
+export const errorResponses = errorResponsesFor(PUBLIC_ERRORS);
 
-export function okResponse(description: string) {
-  return { 200: { description, content: { 'application/json': { schema: jsonObject } } } };
+/** The errors of an operator route (`/admin/v1`). */
+export const operatorErrorResponses = errorResponsesFor(OPERATOR_ERRORS);
+
+/** The 200 answer of a route: `schema` is what the handler returns (the compiler holds it to it). */
+export function okResponse<T extends z.ZodType = typeof jsonObject>(description: string, schema?: T) {
+  return {
+    200: { description, content: { 'application/json': { schema: (schema ?? jsonObject) as T } } },
+  };
 }
 
 export function jsonBody<T extends z.ZodType>(schema: T) {

@@ -1,5 +1,6 @@
 import type { Ctx } from '../../context';
 import type { CampaignRow } from '../../serialize';
+import type { ActionView } from '../../views';
 import { loadCampaignFor, type Principal } from '../auth';
 import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
 import { type AppliedSignal, waitForAction } from './read';
@@ -28,10 +29,17 @@ export type TriggerPorts = {
   maxWaitMs?: number;
 };
 
+/** A loyalty action as just accepted: QUEUED, not applied yet. */
+export type AcceptedActionView = Pick<
+  ActionView,
+  'id' | 'status' | 'participantId' | 'rewardId' | 'createdAt'
+>;
+
 export type TriggerAnswer = {
   success: true;
   message: string;
-  action: { id: string; status: string; [field: string]: unknown };
+  /** As accepted, or, after a wait, the action as it stands then. */
+  action: AcceptedActionView | ActionView;
 };
 
 /**

@@ -1,16 +1,17 @@
 import { createAccount } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { Account } from '../responses';
 import { AccountBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts',
   summary: 'Create an account (a business)',
-  tags: ['Operator'],
+  tags: ['Operator: accounts'],
   request: { body: jsonBody(AccountBody) },
-  responses: { ...okResponse('The account'), ...errorResponses },
+  responses: { ...okResponse('The account', Account), ...operatorErrorResponses },
 });
 
 export const registerCreateAccount = (app: App) =>

@@ -1,15 +1,19 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { createApiKey } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { NewApiKey } from '../responses';
 
 const route = createRoute({
   method: 'post',
   path: '/admin/v1/users/{userId}/api-keys',
   summary: 'Issue an API key for a user; `key` is shown in this answer only',
-  tags: ['Operator'],
+  tags: ['Operator: accounts'],
   request: { params: z.object({ userId: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('`{ id, key, keyPrefix, userId, createdAt }`'), ...errorResponses },
+  responses: {
+    ...okResponse('`{ id, key, keyPrefix, userId, createdAt }`', NewApiKey),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerCreateApiKey = (app: App) =>

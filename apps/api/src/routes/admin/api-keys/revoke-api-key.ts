@@ -1,15 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { revokeApiKey } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { RevokedApiKey } from '../responses';
 
 const route = createRoute({
   method: 'delete',
   path: '/admin/v1/api-keys/{keyId}',
   summary: 'Revoke an API key (requests with it get 403 from now on)',
-  tags: ['Operator'],
+  tags: ['Operator: accounts'],
   request: { params: z.object({ keyId: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('`{ id, revoked: true }`'), ...errorResponses },
+  responses: { ...okResponse('`{ id, revoked: true }`', RevokedApiKey), ...operatorErrorResponses },
 });
 
 export const registerRevokeApiKey = (app: App) =>

@@ -2,16 +2,17 @@ import { z } from '@hono/zod-openapi';
 import { createCampaign } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { OperatorCampaign } from '../responses';
 import { CampaignBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts/{accountId}/campaigns',
   summary: 'Create a campaign (status DRAFT and currency USD unless given)',
-  tags: ['Operator'],
+  tags: ['Operator: campaigns'],
   request: { params: z.object({ accountId: z.string().min(1).max(64) }), body: jsonBody(CampaignBody) },
-  responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
+  responses: { ...okResponse('The campaign with its settings', OperatorCampaign), ...operatorErrorResponses },
 });
 
 export const registerCreateCampaign = (app: App) =>

@@ -1,15 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getCampaignForOperator } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { OperatorCampaign } from '../responses';
 
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/campaigns/{id}',
   summary: 'A campaign with its settings and whole rewards',
-  tags: ['Operator'],
+  tags: ['Operator: campaigns'],
   request: { params: z.object({ id: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('The campaign with its settings'), ...errorResponses },
+  responses: { ...okResponse('The campaign with its settings', OperatorCampaign), ...operatorErrorResponses },
 });
 
 export const registerGetCampaignForOperator = (app: App) =>

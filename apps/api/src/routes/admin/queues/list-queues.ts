@@ -1,16 +1,17 @@
 import { createRoute } from '@hono/zod-openapi';
 import { unavailable } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { QueueList } from '../responses';
 
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/queues',
   summary: "Each queue's waiting, active, delayed and failed counts",
-  tags: ['Operator'],
+  tags: ['Operator: queues'],
   responses: {
-    ...okResponse('`{ queues: [{ name, waiting, active, delayed, failed, completed }] }`'),
-    ...errorResponses,
+    ...okResponse('`{ queues: [{ name, waiting, active, delayed, failed, completed }] }`', QueueList),
+    ...operatorErrorResponses,
   },
 });
 
@@ -23,7 +24,14 @@ export const registerListQueues = (app: App) =>
           .catch((err: unknown) => {
             throw unavailable('Redis does not answer: queue counts are unavailable, retry later', err);
           });
-        return { name: q.name, ...counts };
+        return {
+          name: q.name,
+          waiting: counts.waiting ?? 0,
+          active: counts.active ?? 0,
+          delayed: counts.delayed ?? 0,
+          failed: counts.failed ?? 0,
+          completed: counts.completed ?? 0,
+        };
       }),
     );
     return c.json({ queues }, 200);

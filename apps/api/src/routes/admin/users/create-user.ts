@@ -2,16 +2,17 @@ import { z } from '@hono/zod-openapi';
 import { createUser } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { User } from '../responses';
 import { UserBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/accounts/{accountId}/users',
   summary: 'Add a team member (ADMIN, or MEMBER with API access to listed campaigns)',
-  tags: ['Operator'],
+  tags: ['Operator: accounts'],
   request: { params: z.object({ accountId: z.string().min(1).max(64) }), body: jsonBody(UserBody) },
-  responses: { ...okResponse('The user'), ...errorResponses },
+  responses: { ...okResponse('The user', User), ...operatorErrorResponses },
 });
 
 export const registerCreateUser = (app: App) =>

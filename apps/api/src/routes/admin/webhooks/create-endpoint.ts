@@ -2,16 +2,20 @@ import { z } from '@hono/zod-openapi';
 import { createEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookEndpointWithSecret } from './responses';
 import { EndpointBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/campaigns/{id}/webhook-endpoints',
   summary: 'Register a webhook endpoint; the answer carries its secret (whsec_…), shown this once',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(EndpointBody) },
-  responses: { ...okResponse('The endpoint with its `secret`'), ...errorResponses },
+  responses: {
+    ...okResponse('The endpoint with its `secret`', WebhookEndpointWithSecret),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerCreateEndpoint = (app: App) =>

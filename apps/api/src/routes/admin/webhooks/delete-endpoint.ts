@@ -1,16 +1,17 @@
 import { createRoute } from '@hono/zod-openapi';
 import { deleteEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { DeletedEndpoint } from './responses';
 import { endpointIdParam } from './schemas';
 
 const route = createRoute({
   method: 'delete',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Delete an endpoint with its messages and their attempts',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam },
-  responses: { ...okResponse('`{ id, deleted: true }`'), ...errorResponses },
+  responses: { ...okResponse('`{ id, deleted: true }`', DeletedEndpoint), ...operatorErrorResponses },
 });
 
 export const registerDeleteEndpoint = (app: App) =>

@@ -1,16 +1,17 @@
 import { createRoute } from '@hono/zod-openapi';
 import { getEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookEndpoint } from './responses';
 import { endpointIdParam } from './schemas';
 
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'A webhook endpoint: its settings, and why it is disabled if it is',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam },
-  responses: { ...okResponse('The endpoint'), ...errorResponses },
+  responses: { ...okResponse('The endpoint', WebhookEndpoint), ...operatorErrorResponses },
 });
 
 export const registerGetEndpoint = (app: App) =>

@@ -1,15 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { getMessage } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookMessage } from './responses';
 
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/webhook-messages/{id}',
   summary: 'A webhook message with every attempt (time, status, latency, answer excerpt, error class)',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('The message'), ...errorResponses },
+  responses: { ...okResponse('The message', WebhookMessage), ...operatorErrorResponses },
 });
 
 export const registerGetMessage = (app: App) =>

@@ -1,15 +1,16 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listEndpoints } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookEndpointList } from './responses';
 
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/campaigns/{id}/webhook-endpoints',
   summary: "A campaign's webhook endpoints (without secrets)",
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('`{ endpoints }`'), ...errorResponses },
+  responses: { ...okResponse('`{ endpoints }`', WebhookEndpointList), ...operatorErrorResponses },
 });
 
 export const registerListEndpoints = (app: App) =>

@@ -1,7 +1,8 @@
 import { createRoute } from '@hono/zod-openapi';
 import { listMessages } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookMessagePage } from './responses';
 import { endpointIdParam, MessageQuery } from './schemas';
 
 const route = createRoute({
@@ -10,9 +11,12 @@ const route = createRoute({
   summary: "An endpoint's messages, newest first, each with every attempt",
   description:
     'Filters: `status` (PENDING, SUCCEEDED, FAILED, DISCARDED), `eventType`, `since`/`until` (UTC ms). Paged by `after`.',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, query: MessageQuery },
-  responses: { ...okResponse('`{ messages, more, nextAfter }`'), ...errorResponses },
+  responses: {
+    ...okResponse('`{ messages, more, nextAfter }`', WebhookMessagePage),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerListMessages = (app: App) =>

@@ -1,16 +1,17 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { replayMessage } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookMessage } from './responses';
 import { queueDeliveries } from './schemas';
 
 const route = createRoute({
   method: 'post',
   path: '/admin/v1/webhook-messages/{id}/replay',
   summary: 'Deliver one message again, same id, fresh retry schedule',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('The message'), ...errorResponses },
+  responses: { ...okResponse('The message', WebhookMessage), ...operatorErrorResponses },
 });
 
 export const registerReplayMessage = (app: App) =>

@@ -1,7 +1,8 @@
 import { replayMessages } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { ReplayAnswer } from './responses';
 import { endpointIdParam, queueDeliveries, ReplayBody } from './schemas';
 
 const route = createBodyRoute({
@@ -10,9 +11,12 @@ const route = createBodyRoute({
   summary: "Deliver again an endpoint's messages that match (default: FAILED), each once",
   description:
     'Filters: `status` (FAILED, SUCCEEDED or DISCARDED), `eventType`, `since`/`until` (UTC ms). At most 10,000 per call (`more` says when to call again).',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, body: jsonBody(ReplayBody) },
-  responses: { ...okResponse('`{ replayed, more, endpointEnabled }`'), ...errorResponses },
+  responses: {
+    ...okResponse('`{ replayed, more, endpointEnabled }`', ReplayAnswer),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerReplayMessages = (app: App) =>

@@ -1,16 +1,20 @@
 import { rotateSecret } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { WebhookEndpointWithSecret } from './responses';
 import { endpointIdParam, RotateBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
   path: '/admin/v1/webhook-endpoints/{id}/rotate-secret',
   summary: 'A new signing secret, shown once; the old one keeps signing beside it for `overlapMs` (24 h)',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, body: jsonBody(RotateBody) },
-  responses: { ...okResponse('The endpoint with its new `secret`'), ...errorResponses },
+  responses: {
+    ...okResponse('The endpoint with its new `secret`', WebhookEndpointWithSecret),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerRotateSecret = (app: App) =>

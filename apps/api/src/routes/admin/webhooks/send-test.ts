@@ -1,16 +1,20 @@
 import { createRoute } from '@hono/zod-openapi';
 import { createTestMessage } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { TestMessageAnswer } from './responses';
 import { endpointIdParam, queueDeliveries } from './schemas';
 
 const route = createRoute({
   method: 'post',
   path: '/admin/v1/webhook-endpoints/{id}/test',
   summary: 'Send a signed WEBHOOK_TEST message to this endpoint only; follow it in its messages',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam },
-  responses: { ...okResponse('`{ messageId, endpointEnabled }`'), ...errorResponses },
+  responses: {
+    ...okResponse('`{ messageId, endpointEnabled }`', TestMessageAnswer),
+    ...operatorErrorResponses,
+  },
 });
 
 export const registerSendTest = (app: App) =>

@@ -1,18 +1,19 @@
 import { updateEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { errorResponses, jsonBody, okResponse } from '../../../lib/schemas';
+import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { UpdatedWebhookEndpoint } from './responses';
 import { EndpointPatch, endpointIdParam, queueDeliveries } from './schemas';
 
 const route = createBodyRoute({
   method: 'patch',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Change an endpoint; enabling a disabled one delivers the messages it kept meanwhile',
-  tags: ['Webhooks'],
+  tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, body: jsonBody(EndpointPatch) },
   responses: {
-    ...okResponse('The endpoint, and `released`: how many kept messages are now due'),
-    ...errorResponses,
+    ...okResponse('The endpoint, and `released`: how many kept messages are now due', UpdatedWebhookEndpoint),
+    ...operatorErrorResponses,
   },
 });
 

@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { loadCampaignFor, showCampaign } from '@stampcard/core';
 import type { App } from '../../../env';
 import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { Campaign } from '../../../lib/views';
 
 const route = createRoute({
   method: 'get',
@@ -9,7 +10,7 @@ const route = createRoute({
   summary: 'Get one program',
   tags: ['Campaigns'],
   request: { params: z.object({ id: campaignIdParam }) },
-  responses: { ...okResponse('The Campaign object'), ...errorResponses },
+  responses: { ...okResponse('The Campaign object', Campaign), ...errorResponses },
 });
 
 export const registerGetCampaign = (app: App) =>

@@ -2,13 +2,14 @@ import { createRoute } from '@hono/zod-openapi';
 import { listCampaigns } from '@stampcard/core';
 import type { App } from '../../../env';
 import { errorResponses, okResponse } from '../../../lib/schemas';
+import { CampaignList } from '../responses';
 
 const route = createRoute({
   method: 'get',
   path: '/v1/campaigns',
   summary: 'List the programs of the account (deleted ones are left out)',
   tags: ['Campaigns'],
-  responses: { ...okResponse('`{ campaigns: Campaign[] }`'), ...errorResponses },
+  responses: { ...okResponse('`{ campaigns: Campaign[] }`', CampaignList), ...errorResponses },
 });
 
 export const registerListCampaigns = (app: App) =>

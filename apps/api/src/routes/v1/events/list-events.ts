@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { listCampaignEvents, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
 import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { EventPage } from '../responses';
 
 const route = createRoute({
   method: 'get',
@@ -17,7 +18,7 @@ const route = createRoute({
       limit: z.coerce.number().int().min(1).max(100).default(20),
     }),
   },
-  responses: { ...okResponse('`{ events, more, nextAfter }`'), ...errorResponses },
+  responses: { ...okResponse('`{ events, more, nextAfter }`', EventPage), ...errorResponses },
 });
 
 export const registerListEvents = (app: App) =>

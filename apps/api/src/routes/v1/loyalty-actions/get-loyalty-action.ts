@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { getAction, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
 import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { LoyaltyAction } from '../../../lib/views';
 
 const route = createRoute({
   method: 'get',
@@ -11,7 +12,7 @@ const route = createRoute({
     '`status` is `QUEUED`, `APPLIED` or `REJECTED` (with `reason`); `unlockedRewards` lists the rewards it unlocked.',
   tags: ['Loyalty actions'],
   request: { params: z.object({ id: campaignIdParam, actionId: z.string().min(1).max(64) }) },
-  responses: { ...okResponse('The action'), ...errorResponses },
+  responses: { ...okResponse('The action', LoyaltyAction), ...errorResponses },
 });
 
 export const registerGetLoyaltyAction = (app: App) =>

@@ -1,8 +1,9 @@
 import { z } from '@hono/zod-openapi';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { campaignIdParam, errorResponses, jsonBody, metadataSchema, okResponse } from '../../../lib/schemas';
-import { triggerAction, waitQuery } from './shared';
+import { campaignIdParam, jsonBody, metadataSchema, okResponse } from '../../../lib/schemas';
+import { TriggerAnswer } from '../responses';
+import { triggerAction, triggerErrors, waitQuery } from './shared';
 
 const Body = z
   .strictObject({ rewardId: z.string().min(1).max(64), metadata: metadataSchema.optional() })
@@ -18,7 +19,7 @@ const route = createBodyRoute({
     query: waitQuery,
     body: jsonBody(Body),
   },
-  responses: { ...okResponse('`{ success, message, action }`'), ...errorResponses },
+  responses: { ...okResponse('`{ success, message, action }`', TriggerAnswer), ...triggerErrors.byId },
 });
 
 export const registerTriggerLoyaltyActionById = (app: App) =>

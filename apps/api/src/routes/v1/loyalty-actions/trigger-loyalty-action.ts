@@ -4,13 +4,13 @@ import { createBodyRoute } from '../../../lib/body';
 import {
   campaignIdParam,
   emailSchema,
-  errorResponses,
   jsonBody,
   metadataSchema,
   nameSchema,
   okResponse,
 } from '../../../lib/schemas';
-import { triggerAction, waitQuery } from './shared';
+import { TriggerAnswer } from '../responses';
+import { triggerAction, triggerErrors, waitQuery } from './shared';
 
 const Body = z
   .strictObject({
@@ -33,7 +33,7 @@ const route = createBodyRoute({
     'Counts a loyalty action for a person, adding the participant if needed (source `DIRECT`). The action is recorded and queued; the answer comes at once with `status: QUEUED`, or with `?wait=true` once applied.',
   tags: ['Loyalty actions'],
   request: { params: z.object({ id: campaignIdParam }), query: waitQuery, body: jsonBody(Body) },
-  responses: { ...okResponse('`{ success, message, action }`'), ...errorResponses },
+  responses: { ...okResponse('`{ success, message, action }`', TriggerAnswer), ...triggerErrors.byEmail },
 });
 
 export const registerTriggerLoyaltyAction = (app: App) =>

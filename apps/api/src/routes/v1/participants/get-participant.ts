@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { loadCampaignFor, requireParticipant, showParticipant } from '@stampcard/core';
 import type { App } from '../../../env';
 import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { Participant } from '../../../lib/views';
 
 const route = createRoute({
   method: 'get',
@@ -19,7 +20,7 @@ const route = createRoute({
         .openapi({ param: { name: 'idOrEmail', in: 'path' }, example: 'ada@example.com' }),
     }),
   },
-  responses: { ...okResponse('The Participant object'), ...errorResponses },
+  responses: { ...okResponse('The Participant object', Participant), ...errorResponses },
 });
 
 export const registerGetParticipant = (app: App) =>

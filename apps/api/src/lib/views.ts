@@ -1,0 +1,157 @@
+import { z } from '@hono/zod-openapi';
+import {
+  ActionView,
+  CampaignRef as CampaignRefView,
+  type EmittedEventType,
+  EVENT_SCHEMAS,
+  ParticipantRewardView,
+  ParticipantRewardWithRewardView,
+  ParticipantView,
+  RewardView,
+} from '@stampcard/core';
+import { CAMPAIGN_STATUSES } from '@stampcard/db';
+
+/**
+ * The public objects as the OpenAPI document names them: core's view schemas (`packages/core/src/views.ts`,
+ * the types its serializers return) under component names, nested ones by reference. Only the documentation
+ * differs: every field, type and strictness is core's.
+ */
+const ms = (description: string) =>
+  z
+    .number()
+    .int()
+    .openapi({ description: `${description} (UTC ms)` });
+
+/**
+ * `schema.openapi(refId, metadata)` for a schema core made. Zod copies its prototype's methods onto each schema
+ * as it makes it, so one made before `@hono/zod-openapi` added `.openapi()` to zod has none (core loads first
+ * when the stack is built by `scripts/stack.ts`). The prototype's method works on any schema.
+ */
+function named<T extends z.ZodType>(schema: T, refId: string, metadata: { description: string }): T {
+  return z.ZodType.prototype.openapi.call(schema, refId, metadata) as T;
+}
+
+export const Reward = named(RewardView, 'Reward', {
+  description: 'A reward of a campaign, whole, as the operator API and webhooks show it',
+});
+
+export const ParticipantReward = named(ParticipantRewardView, 'ParticipantReward', {
+  description: 'A reward a participant earned: `isAvailable` is approved and not yet fulfilled',
+});
+
+export const ParticipantRewardWithReward = named(
+  ParticipantRewardWithRewardView,
+  'ParticipantRewardWithReward',
+  { description: 'A ParticipantReward with the details of its Reward, as webhooks and events carry it' },
+);
+
+export const Participant = ParticipantView.extend({ rewards: z.array(ParticipantReward).optional() }).openapi(
+  'Participant',
+  { description: 'A person in a campaign, with their counts (monthly ones for the current UTC month)' },
+);
+
+export const LoyaltyAction = ActionView.extend({
+  createdAt: ms('When it was accepted'),
+  appliedAt: ms('When a worker applied it').nullable(),
+  unlockedRewards: z.array(ParticipantReward).optional(),
+  reason: z.string().optional().openapi({ description: 'Why it was REJECTED' }),
+}).openapi('LoyaltyAction', {
+  description: 'A loyalty action: QUEUED when accepted, then APPLIED or REJECTED',
+});
+
+export const CampaignRef = named(CampaignRefView, 'CampaignRef', {
+  description: 'The campaign as events name it',
+});
+
+/** Campaign reads show rewards as the seed's examples do (`serializeCampaignReward`). */
+export const CampaignReward = RewardView.omit({
+  title: true,
+  order: true,
+  limitDuration: true,
+  numberOfWinners: true,
+  couponCode: true,
+  metadata: true,
+}).openapi('CampaignReward', {
+  description: 'A reward as campaign reads show it: without title, order, limits, coupon code and metadata',
+});
+
+const campaignFields = {
+  id: z.string(),
+  name: z.string(),
+  loyaltyActionCount: z.number().int(),
+  participantCount: z.number().int(),
+  winnerCount: z.number().int().openapi({ description: 'Participants with an approved reward' }),
+  status: z.enum(CAMPAIGN_STATUSES),
+  currencyISO: z.string(),
+};
+
+/** `serializeCampaign`. */
+export const Campaign = z
+  .strictObject({ ...campaignFields, rewards: z.array(CampaignReward) })
+  .openapi('Campaign', { description: 'A loyalty program (campaign)' });
+
+/** `serializeCampaignForOperator`, its settings described by the schemas its routes accept. */
+export function operatorCampaign(settings: { antiFraud: z.ZodType; pointsConversion: z.ZodType }) {
+  return z
+    .strictObject({
+      ...campaignFields,
+      accountId: z.string(),
+      requireRewardApproval: z.boolean(),
+      antiFraud: settings.antiFraud,
+      pointsConversion: settings.pointsConversion,
+      createdAt: ms('When it was made'),
+      rewards: z.array(Reward),
+    })
+    .openapi('OperatorCampaign', { description: 'A campaign with its settings and whole rewards' });
+}
+
+/** Core's event schemas name the objects above by reference. */
+const NAMED = new Map<z.ZodType, z.ZodType>([
+  [ParticipantView, Participant],
+  [ActionView, LoyaltyAction],
+  [CampaignRefView, CampaignRef],
+  [ParticipantRewardWithRewardView, ParticipantRewardWithReward],
+]);
+
+function withRefs(schema: z.ZodType): z.ZodType {
+  const hit = NAMED.get(schema);
+  if (hit) return hit;
+  if (schema instanceof z.ZodOptional) {
+    const inner = withRefs(schema.unwrap() as z.ZodType);
+    return inner === schema.unwrap() ? schema : inner.optional();
+  }
+  if (schema instanceof z.ZodArray) {
+    const inner = withRefs(schema.element as z.ZodType);
+    return inner === schema.element ? schema : z.array(inner);
+  }
+  return schema;
+}
+
+const pascal = (type: string) =>
+  type
+    .toLowerCase()
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
+
+const eventVariant = (type: EmittedEventType) => {
+  const data = EVENT_SCHEMAS[type] as z.ZodObject;
+  const shape = Object.fromEntries(Object.entries(data.shape).map(([k, v]) => [k, withRefs(v as z.ZodType)]));
+  return z
+    .strictObject({
+      id: z.string().openapi({ description: 'The event id (`after` pages from it)' }),
+      // The outbox column is text: the literal is the document's, the type the compiler checks is a string.
+      type: z.literal(type as string),
+      timestamp: ms('When it happened'),
+      data: data.extend(shape),
+    })
+    .openapi(`${pascal(type)}Event`, { description: `A \`${type}\` event, as its webhook carries it` });
+};
+
+const [firstEvent, ...otherEvents] = (Object.keys(EVENT_SCHEMAS) as EmittedEventType[]).map(eventVariant) as [
+  ReturnType<typeof eventVariant>,
+  ...ReturnType<typeof eventVariant>[],
+];
+
+/** An event of the pull feed: `{ id, type, timestamp, data }`, `data` as the schema of its type says. */
+export const FeedEvent = z.discriminatedUnion('type', [firstEvent, ...otherEvents]);

@@ -1,0 +1,110 @@
+import { z } from '@hono/zod-openapi';
+import { DISABLED_REASONS, ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
+
+/** What the webhook routes answer: the shapes of `packages/core/src/services/webhooks/views.ts`. */
+
+const ms = (description: string) =>
+  z
+    .number()
+    .int()
+    .openapi({ description: `${description} (UTC ms)` });
+
+/** `serializeEndpoint`: never its secrets. */
+const endpointFields = {
+  id: z.string(),
+  campaignId: z.string(),
+  url: z.string(),
+  description: z.string(),
+  eventTypes: z.array(z.string()).openapi({ description: 'The event types it receives; empty: all' }),
+  kind: z.enum(ENDPOINT_KINDS),
+  enabled: z.boolean(),
+  disabledReason: z
+    .enum(DISABLED_REASONS)
+    .nullable()
+    .openapi({ description: 'OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)' }),
+  disabledAt: ms('When it was disabled').nullable(),
+  rateLimit: z.number().int().nullable().openapi({ description: 'Deliveries per second; null: no limit' }),
+  failingSince: ms('When its current run of failures began').nullable(),
+  previousSecretExpiresAt: ms('While a rotation overlaps, when the previous secret stops signing').nullable(),
+  createdAt: ms('When it was made'),
+  updatedAt: ms('When it last changed'),
+};
+
+// Each answer is a strict object of its own: `allOf` of a strict schema and more fields would match nothing.
+export const WebhookEndpoint = z
+  .strictObject(endpointFields)
+  .openapi('WebhookEndpoint', { description: 'A webhook endpoint of a campaign' });
+
+/** `createEndpoint` and `rotateSecret`: the endpoint with the secret, shown this once. */
+export const WebhookEndpointWithSecret = z
+  .strictObject({
+    ...endpointFields,
+    secret: z.string().openapi({ description: 'The signing secret (`whsec_…`), shown in this answer only' }),
+  })
+  .openapi('WebhookEndpointWithSecret', { description: 'A webhook endpoint with its new signing secret' });
+
+/** `PATCH`: the endpoint, and how many messages it kept are due now. */
+export const UpdatedWebhookEndpoint = z.strictObject({
+  ...endpointFields,
+  released: z
+    .number()
+    .int()
+    .openapi({ description: 'Messages kept while it was disabled, now due (when it was enabled)' }),
+});
+
+export const WebhookEndpointList = z.strictObject({ endpoints: z.array(WebhookEndpoint) });
+
+/** `serializeAttempt`. */
+export const WebhookAttempt = z
+  .strictObject({
+    id: z.string(),
+    attemptedAt: ms('When it was made'),
+    statusCode: z.number().int().nullable().openapi({ description: 'null when no answer came' }),
+    latencyMs: z.number().int(),
+    responseExcerpt: z.string().nullable().openapi({ description: 'At most 4 KiB of the answer' }),
+    errorClass: z
+      .string()
+      .nullable()
+      .openapi({ description: 'TIMEOUT, CONNECTION, REFUSED_ADDRESS, HTTP_STATUS…; null on success' }),
+    succeeded: z.boolean(),
+    throttled: z.boolean().openapi({ description: 'A 429/503 with Retry-After: it did not count' }),
+  })
+  .openapi('WebhookAttempt', { description: 'One attempt to deliver a message' });
+
+/** `serializeMessage`. */
+export const WebhookMessage = z
+  .strictObject({
+    id: z.string(),
+    endpointId: z.string(),
+    campaignId: z.string(),
+    eventId: z.string().nullable().openapi({ description: 'null for a test message' }),
+    eventType: z.string().openapi({ description: 'An event type, or WEBHOOK_TEST' }),
+    status: z.enum(MESSAGE_STATUSES),
+    attempts: z.number().int().openapi({ description: 'Attempts of the current schedule' }),
+    nextAttemptAt: ms('When it is next tried, while PENDING').nullable(),
+    lastStatusCode: z.number().int().nullable(),
+    lastError: z.string().nullable(),
+    createdAt: ms('When it was made'),
+    updatedAt: ms('When it last changed'),
+    succeededAt: ms('When a 2xx came back').nullable(),
+    attemptLog: z.array(WebhookAttempt),
+  })
+  .openapi('WebhookMessage', { description: 'One event for one endpoint, with every attempt' });
+
+export const WebhookMessagePage = z.strictObject({
+  messages: z.array(WebhookMessage),
+  more: z.boolean(),
+  nextAfter: z.string().nullable().openapi({ description: 'The `after` of the next page' }),
+});
+
+export const ReplayAnswer = z.strictObject({
+  replayed: z.number().int().openapi({ description: 'Messages due again' }),
+  more: z.boolean().openapi({ description: 'More matched than one call replays (10,000): call again' }),
+  endpointEnabled: z.boolean().openapi({ description: 'false: they wait until the endpoint is enabled' }),
+});
+
+export const DiscardAnswer = z.strictObject({ discarded: z.number().int() });
+
+export const TestMessageAnswer = z.strictObject({ messageId: z.string(), endpointEnabled: z.boolean() });
+
+export const DeletedEndpoint = z.strictObject({ id: z.string(), deleted: z.boolean() });

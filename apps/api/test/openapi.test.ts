@@ -396,11 +396,77 @@ describe('answers match the document', () => {
       await api.get(`/v1/campaign/${campaign.id}/participant/${email}`),
     );
     expect(participant.rewards?.length ?? 0).toBeGreaterThan(0);
+    const added = conforms(
+      'POST',
+      '/v1/campaign/{id}/participant',
+      await api.post(`/v1/campaign/${campaign.id}/participant`, {
+        email: `grace-${uid()}@example.com`,
+        firstName: 'Grace',
+        metadata: { points: 5 },
+      }),
+    );
+    conforms(
+      'POST',
+      '/v1/campaign/{id}/participant/{idOrEmail}',
+      await api.post(`/v1/campaign/${campaign.id}/participant/${added.id}`, { lastName: 'Hopper' }),
+    );
+    conforms(
+      'PATCH',
+      '/v1/campaign/{id}/participant/{idOrEmail}',
+      await api.patch(`/v1/campaign/${campaign.id}/participant/${added.email}`, {
+        metadata: { tier: 'gold' },
+        metadataIncrement: { points: 20 },
+      }),
+    );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/participants',
+      await api.get(`/v1/campaign/${campaign.id}/participants`),
+    );
+    conforms(
+      'DELETE',
+      '/v1/campaign/{id}/participant/{idOrEmail}',
+      await api.delete(`/v1/campaign/${campaign.id}/participant/${added.id}`),
+    );
     const feed = await eventually(
       () => api.get(`/v1/campaign/${campaign.id}/events?limit=100`),
       (r) => r.status === 200 && r.body.events.length >= 3,
     );
     conforms('GET', '/v1/campaign/{id}/events', feed);
+
+    // A participant's rewards: listed and fulfilled; then, under manual approval, one approved, one removed.
+    const earned = conforms(
+      'GET',
+      '/v1/campaign/{id}/participant/{idOrEmail}/rewards',
+      await api.get(`/v1/campaign/${campaign.id}/participant/${email}/rewards`),
+    );
+    const rewardPath = (id: string) => `/v1/campaign/${campaign.id}/reward/${id}`;
+    conforms(
+      'POST',
+      '/v1/campaign/{id}/reward/{participantRewardId}/fulfill',
+      await api.post(`${rewardPath(earned.rewards[0].id)}/fulfill`),
+    );
+    expect(
+      (await op.patch(`/admin/v1/campaigns/${campaign.id}`, { requireRewardApproval: true })).status,
+    ).toBe(200);
+    const waitingReward = async () => {
+      const res = await api.post(`/v1/campaign/${campaign.id}/loyalty-action?wait=true`, {
+        participantEmail: `bo-${uid()}@example.com`,
+        rewardId: reward.id,
+      });
+      expect(res.body.action.unlockedRewards[0].approved).toBe(false);
+      return res.body.action.unlockedRewards[0].id as string;
+    };
+    conforms(
+      'POST',
+      '/v1/campaign/{id}/reward/{participantRewardId}/approve',
+      await api.post(`${rewardPath(await waitingReward())}/approve`, { fulfill: true }),
+    );
+    conforms(
+      'DELETE',
+      '/v1/campaign/{id}/reward/{participantRewardId}',
+      await api.delete(rewardPath(await waitingReward())),
+    );
 
     conforms('DELETE', '/admin/v1/webhook-endpoints/{id}', await op.delete(ep));
     conforms('DELETE', '/admin/v1/api-keys/{keyId}', await op.delete(`/admin/v1/api-keys/${key.id}`));

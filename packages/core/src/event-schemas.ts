@@ -6,12 +6,18 @@ import { ActionView, CampaignRef, ParticipantRewardWithRewardView, ParticipantVi
  * build `NewEvent`s, whose `data` type comes from here, so an emitter cannot write a shape its schema does
  * not describe; receivers, the dispatcher and tests parse with the same schemas.
  *
- * Only the types something emits have a schema. The contract's other types (`PARTICIPANT_UPDATED`,
- * `PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`, `REWARD_FORM_REVIEWED`) get
+ * Only the types something emits have a schema. The contract's other types
+ * (`PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`, `REWARD_FORM_REVIEWED`) get
  * theirs with the feature that emits them: until then they cannot be emitted.
  */
 export const EVENT_SCHEMAS = {
   NEW_PARTICIPANT_ADDED: z.strictObject({ participant: ParticipantView, campaign: CampaignRef }),
+  /** The API changed a participant: `changed` names the fields whose value changed, `participant` is as stored after. */
+  PARTICIPANT_UPDATED: z.strictObject({
+    participant: ParticipantView,
+    campaign: CampaignRef,
+    changed: z.array(z.enum(['firstName', 'lastName', 'email', 'notes', 'metadata'])),
+  }),
   LOYALTY_ACTION_APPLIED: z.strictObject({
     action: ActionView,
     participant: ParticipantView,

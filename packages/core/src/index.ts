@@ -16,6 +16,7 @@ export * from './services/campaigns';
 export * from './services/event-feed';
 export * from './services/events';
 export * from './services/operator';
-export * from './services/participants';
+export * from './services/participant-rewards';
+export * from './services/participants/index';
 export * from './services/webhooks/index';
 export * from './views';

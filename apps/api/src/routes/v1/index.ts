@@ -5,15 +5,31 @@ import { registerListEvents } from './events/list-events';
 import { registerGetLoyaltyAction } from './loyalty-actions/get-loyalty-action';
 import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-action';
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
+import { registerAddParticipant } from './participants/add-participant';
+import { registerDeleteParticipant } from './participants/delete-participant';
 import { registerGetParticipant } from './participants/get-participant';
+import { registerListParticipants } from './participants/list-participants';
+import { registerUpdateParticipant } from './participants/update-participant';
+import { registerApproveReward } from './rewards/approve-reward';
+import { registerDeleteReward } from './rewards/delete-reward';
+import { registerFulfilReward } from './rewards/fulfil-reward';
+import { registerListParticipantRewards } from './rewards/list-participant-rewards';
 
 /** Every public endpoint, one file each. */
 export function registerV1(app: App) {
   registerListCampaigns(app);
   registerGetCampaign(app);
   registerGetParticipant(app);
+  registerAddParticipant(app);
+  registerUpdateParticipant(app);
+  registerDeleteParticipant(app);
+  registerListParticipants(app);
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);
   registerGetLoyaltyAction(app);
   registerListEvents(app);
+  registerListParticipantRewards(app);
+  registerApproveReward(app);
+  registerFulfilReward(app);
+  registerDeleteReward(app);
 }

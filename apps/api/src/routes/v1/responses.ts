@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ActionView } from '@stampcard/core';
-import { Campaign, FeedEvent, LoyaltyAction } from '../../lib/views';
+import { Campaign, FeedEvent, LoyaltyAction, ParticipantReward } from '../../lib/views';
 
 /** What the public API answers, besides the objects of `lib/views.ts`. */
 
@@ -34,3 +34,16 @@ export const EventPage = z.strictObject({
     .nullable()
     .openapi({ description: 'The `after` of the next page: the last event id here (null when empty)' }),
 });
+
+/** `listParticipantRewards`. */
+export const ParticipantRewardPage = z.strictObject({
+  rewards: z.array(ParticipantReward),
+  limit: z.number().int().openapi({ description: 'The page size asked for' }),
+  nextId: z.string().nullable().openapi({
+    description: 'The `nextId` of the next page: the id of its first reward (null on the last page)',
+  }),
+  more: z.boolean().openapi({ description: 'Whether another page follows' }),
+});
+
+/** `deleteParticipantReward`. */
+export const RemovedParticipantReward = z.strictObject({ success: z.literal(true) });

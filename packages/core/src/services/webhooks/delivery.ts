@@ -1,19 +1,10 @@
-import {
-  campaigns,
-  events,
-  participantRewards,
-  participants,
-  rewards,
-  webhookAttempts,
-  webhookEndpoints,
-  webhookMessages,
-} from '@stampcard/db';
+import { events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
 import { failedTooLong, judgeAttempt, nextRetryDelay, signingSecrets } from '../../rules/delivery';
-import { campaignRef, serializeParticipant, serializeParticipantRewardWithReward } from '../../serialize';
-import { type NewEvent, recordEvents } from '../events';
+import { recordEvents } from '../events';
+import { fulfilParticipantReward } from '../participant-rewards';
 import type { EndpointRow, MessageRow } from './views';
 
 /** Everything one delivery needs, read in one statement. */
@@ -271,41 +262,12 @@ async function disableEndpoint(
 
 /**
  * A FULFILMENT endpoint took the goal: its reward becomes FULFILLED and `PARTICIPANT_REWARD_FULFILLED` is
- * recorded. The update only matches a reward not yet fulfilled, so a second 2xx (a replay, a second
- * FULFILMENT endpoint) changes nothing and records nothing.
+ * recorded, by `fulfilParticipantReward`, the function the API's fulfil uses too. It changes only a reward not
+ * yet fulfilled, so a second 2xx (a replay, a second FULFILMENT endpoint) changes nothing and records nothing.
  */
 async function fulfil(ctx: Ctx, eventId: string, now: Date): Promise<string[]> {
-  const { db } = ctx;
-  const [goal] = await db.select({ data: events.data }).from(events).where(eq(events.id, eventId));
+  const [goal] = await ctx.db.select({ data: events.data }).from(events).where(eq(events.id, eventId));
   const participantRewardId = (goal?.data as { reward?: { id?: unknown } } | undefined)?.reward?.id;
   if (typeof participantRewardId !== 'string') return [];
-  const [pr] = await db
-    .update(participantRewards)
-    .set({ status: 'FULFILLED', isFulfilled: true, fulfilledAt: now })
-    .where(
-      and(
-        eq(participantRewards.id, participantRewardId),
-        eq(participantRewards.isFulfilled, false),
-        eq(participantRewards.approved, true),
-      ),
-    )
-    .returning();
-  if (!pr) return [];
-  const [found] = await db
-    .select({ participant: participants, reward: rewards, campaign: campaigns })
-    .from(participants)
-    .innerJoin(rewards, eq(rewards.id, pr.rewardId))
-    .innerJoin(campaigns, eq(campaigns.id, pr.campaignId))
-    .where(eq(participants.id, pr.participantId));
-  if (!found) return [];
-  const event: NewEvent = {
-    campaignId: pr.campaignId,
-    type: 'PARTICIPANT_REWARD_FULFILLED',
-    data: {
-      participant: serializeParticipant(found.participant, { now }),
-      reward: serializeParticipantRewardWithReward(pr, found.reward),
-      campaign: campaignRef(found.campaign),
-    },
-  };
-  return recordEvents(ctx, [event]);
+  return (await fulfilParticipantReward(ctx, participantRewardId, now))?.eventIds ?? [];
 }

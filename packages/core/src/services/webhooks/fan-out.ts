@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { anyOf, events, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, eq, inArray, isNull, lte } from 'drizzle-orm';
+import { and, asc, eq, isNull, lte } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
 import { wantsEvent } from '../../rules/delivery';

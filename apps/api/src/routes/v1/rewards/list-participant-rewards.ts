@@ -1,0 +1,41 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { listParticipantRewards, loadCampaignFor, requireParticipant } from '@stampcard/core';
+import type { App } from '../../../env';
+import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { ParticipantRewardPage } from '../responses';
+
+const route = createRoute({
+  method: 'get',
+  path: '/v1/campaign/{id}/participant/{idOrEmail}/rewards',
+  summary: "A participant's rewards, oldest first",
+  description:
+    'A path segment that contains `@` is an email; anything else is a participant id. Page with `nextId` (the `nextId` of the previous page: the id of the first reward of the next one) while `more` is true; `limit` 1..100 (20).',
+  tags: ['Participants'],
+  request: {
+    params: z.object({
+      id: campaignIdParam,
+      idOrEmail: z
+        .string()
+        .min(1)
+        .max(254)
+        .openapi({ param: { name: 'idOrEmail', in: 'path' }, example: 'ada@example.com' }),
+    }),
+    query: z.strictObject({
+      limit: z.coerce.number().int().min(1).max(100).default(20),
+      nextId: z.string().min(1).max(64).optional(),
+    }),
+  },
+  responses: {
+    ...okResponse('`{ rewards, limit, nextId, more }`', ParticipantRewardPage),
+    ...errorResponses,
+  },
+});
+
+export const registerListParticipantRewards = (app: App) =>
+  app.openapi(route, async (c) => {
+    const ctx = c.get('ctx');
+    const { id, idOrEmail } = c.req.valid('param');
+    const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
+    const participant = await requireParticipant(ctx, campaign.id, idOrEmail);
+    return c.json(await listParticipantRewards(ctx, participant, c.req.valid('query')), 200);
+  });

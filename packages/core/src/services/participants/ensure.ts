@@ -1,0 +1,107 @@
+import { accounts, campaigns, type Metadata, participants } from '@stampcard/db';
+import { sql } from 'drizzle-orm';
+import { monthKey } from '../../clock';
+import { type Ctx, unitOfWork } from '../../context';
+import { DomainError, invalidState } from '../../errors';
+import { newParticipantId } from '../../ids';
+import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
+import { recordEvents } from '../events';
+import { findParticipant, normaliseEmail } from './lookup';
+
+export type NewParticipantInput = {
+  email: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  ipAddress?: string | null;
+  fingerprint?: string | null;
+  metadata?: Metadata | null;
+  notes?: string | null;
+};
+
+/**
+ * Returns the campaign's participant with this email, creating it when absent. Runs inside the caller's
+ * transaction: the insert, the quota (402 when passing it), the counters and NEW_PARTICIPANT_ADDED commit
+ * together. Concurrent calls for one new email create one participant.
+ */
+export async function ensureParticipant(
+  ctx: Ctx,
+  campaign: CampaignRow,
+  input: NewParticipantInput,
+  source: ParticipantRow['loyaltyActionSource'],
+): Promise<{ participant: ParticipantRow; created: boolean }> {
+  const email = normaliseEmail(input.email);
+  const now = ctx.clock.now();
+  const [inserted] = await ctx.db
+    .insert(participants)
+    .values({
+      id: newParticipantId(),
+      campaignId: campaign.id,
+      email,
+      firstName: input.firstName ?? null,
+      lastName: input.lastName ?? null,
+      ipAddress: input.ipAddress ?? null,
+      fingerprint: input.fingerprint ?? null,
+      metadata: input.metadata ?? null,
+      notes: input.notes ?? null,
+      loyaltyActionSource: source,
+      countsMonth: monthKey(now),
+      createdAt: now,
+      updatedAt: now,
+    })
+    .onConflictDoNothing({ target: [participants.campaignId, participants.email] })
+    .returning();
+  if (!inserted) {
+    const existing = await findParticipant(ctx, campaign.id, email);
+    if (!existing) throw new DomainError('INTERNAL_ERROR', 'Participant vanished while being created');
+    return { participant: existing, created: false };
+  }
+  await recordEvents(ctx, [
+    {
+      campaignId: campaign.id,
+      type: 'NEW_PARTICIPANT_ADDED',
+      data: {
+        participant: serializeParticipant(inserted, { now, rewards: [] }),
+        campaign: campaignRef(campaign),
+      },
+    },
+  ]);
+  // The account and campaign rows are shared by every new participant: both counters move in ONE
+  // statement, last, so their row locks are held for as short a time as the transaction allows.
+  const counted = await ctx.db.execute<{ id: string }>(sql`
+    with quota as (
+      update ${accounts} set participant_count = participant_count + 1
+      where id = ${campaign.accountId} and (participant_quota is null or participant_count < participant_quota)
+      returning id
+    )
+    update ${campaigns} set participant_count = participant_count + 1
+    where id = ${campaign.id} and exists (select 1 from quota)
+    returning id`);
+  if (counted.length === 0) {
+    throw new DomainError(
+      'USAGE_LIMIT',
+      'Participant quota has been exhausted: upgrade the plan to add more participants',
+    );
+  }
+  return { participant: inserted, created: true };
+}
+
+/** Campaign statuses in which participants may be added by the API. */
+const OPEN_FOR_PARTICIPANTS: readonly CampaignRow['status'][] = ['DRAFT', 'IN_PROGRESS'];
+
+/**
+ * The API's add: the participant with this email, created (source `DIRECT`) when absent, in a transaction of
+ * its own. An existing one is answered unchanged, whatever else the input says. A campaign that is COMPLETE
+ * takes no new participants (400 INVALID_STATE), not even one that exists already; DRAFT and IN_PROGRESS do.
+ */
+export async function addParticipant(
+  ctx: Ctx,
+  campaign: CampaignRow,
+  input: NewParticipantInput,
+): Promise<{ participant: ParticipantRow; created: boolean }> {
+  if (!OPEN_FOR_PARTICIPANTS.includes(campaign.status)) {
+    throw invalidState(
+      `The campaign is ${campaign.status}: participants are added only while it is DRAFT or IN_PROGRESS`,
+    );
+  }
+  return unitOfWork(ctx, (tx) => ensureParticipant(tx, campaign, input, 'DIRECT'));
+}

@@ -1,0 +1,6 @@
+export * from './ensure';
+export * from './list';
+export * from './lookup';
+export * from './remove';
+export * from './show';
+export * from './update';

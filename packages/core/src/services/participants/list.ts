@@ -1,0 +1,78 @@
+import { anyOf, type FraudRiskLevel, participantRewards, participants } from '@stampcard/db';
+import { and, asc, eq, gt, type SQL, sql } from 'drizzle-orm';
+import type { Ctx } from '../../context';
+import { type ParticipantRewardRow, serializeParticipant } from '../../serialize';
+import type { ParticipantView } from '../../views';
+
+export type ParticipantListQuery = {
+  limit: number;
+  /** Where the page starts: the `nextId` a previous page answered (any id works as a position). */
+  nextId?: string;
+  fraudRiskLevel?: FraudRiskLevel;
+  /** true: participants with an approved reward; false: those without. */
+  isWinner?: boolean;
+};
+
+export type ParticipantPage = {
+  participants: ParticipantView[];
+  limit: number;
+  nextId: string | null;
+  more: boolean;
+};
+
+/** Ids compared byte by byte: the same order whatever the database's collation. */
+const byteWiseId = sql`${participants.id} collate "C"`;
+
+/**
+ * A campaign's participants by id ascending, cursor-paged: `nextId` is the id of the first participant of the
+ * next page (null on the last one). The order is fixed, so a reader paging through sees every participant
+ * that existed when it started exactly once, whatever is added or removed meanwhile; one added meanwhile is
+ * seen once or not at all. The `nextId` is a position, not a reference: it still works once that participant
+ * is deleted.
+ *
+ * Each participant comes with its rewards (one query for the page) and without ranks: a rank is a count
+ * over the whole campaign per participant, which the leaderboard is for.
+ */
+export async function listParticipants(
+  ctx: Ctx,
+  campaignId: string,
+  q: ParticipantListQuery,
+): Promise<ParticipantPage> {
+  const filters: SQL[] = [eq(participants.campaignId, campaignId)];
+  if (q.nextId !== undefined) filters.push(sql`${byteWiseId} >= ${q.nextId}`);
+  if (q.fraudRiskLevel) filters.push(eq(participants.fraudRiskLevel, q.fraudRiskLevel));
+  if (q.isWinner !== undefined) {
+    filters.push(
+      q.isWinner ? gt(participants.approvedRewardCount, 0) : eq(participants.approvedRewardCount, 0),
+    );
+  }
+  const rows = await ctx.db
+    .select()
+    .from(participants)
+    .where(and(...filters))
+    .orderBy(asc(byteWiseId))
+    .limit(q.limit + 1);
+  const more = rows.length > q.limit;
+  const shown = rows.slice(0, q.limit);
+  const rewards = new Map<string, ParticipantRewardRow[]>(shown.map((p) => [p.id, []]));
+  if (shown.length > 0) {
+    const earned = await ctx.db
+      .select()
+      .from(participantRewards)
+      .where(
+        anyOf(
+          participantRewards.participantId,
+          shown.map((p) => p.id),
+        ),
+      )
+      .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id));
+    for (const pr of earned) rewards.get(pr.participantId)?.push(pr);
+  }
+  const now = ctx.clock.now();
+  return {
+    participants: shown.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] })),
+    limit: q.limit,
+    nextId: more ? rows[q.limit]!.id : null,
+    more,
+  };
+}

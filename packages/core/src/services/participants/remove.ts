@@ -1,0 +1,73 @@
+import { accounts, campaigns, loyaltyActions, participants } from '@stampcard/db';
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { type Ctx, unitOfWork } from '../../context';
+import type { CampaignRow } from '../../serialize';
+import { findParticipant, participantNotFound } from './lookup';
+
+/** The `reason` of a QUEUED loyalty action whose participant was deleted before a worker applied it. */
+export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
+
+/**
+ * Removes a participant from its program, in one transaction: its QUEUED loyalty actions become REJECTED
+ * (`PARTICIPANT_DELETED`), the participant goes with its participant rewards and form submissions (the
+ * foreign keys cascade), and the counters follow: the account's participant count (its quota), the
+ * campaign's `participantCount`, `loyaltyActionCount` (minus the participant's count) and `winnerCount`
+ * (minus one when it held an approved reward). Applied and rejected actions stay in the ledger, and past
+ * events in the outbox, as history.
+ *
+ * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
+ * participant, then the account and the campaign last. An action a worker already claimed makes this wait
+ * until it is applied and counted (the DELETE then reads the counts with it); an action the worker tries to
+ * claim after that finds it REJECTED; and one recorded after this commits finds no participant, which the
+ * worker rejects too. So a deleted participant's action never ends APPLIED, and no count is lost.
+ */
+export async function deleteParticipant(
+  ctx: Ctx,
+  campaign: CampaignRow,
+  idOrEmail: string,
+): Promise<{ success: true }> {
+  const found = await findParticipant(ctx, campaign.id, idOrEmail);
+  if (!found) throw participantNotFound(campaign.id, idOrEmail);
+  return unitOfWork(ctx, async ({ db }) => {
+    await db
+      .update(loyaltyActions)
+      .set({ status: 'REJECTED', reason: PARTICIPANT_DELETED })
+      .where(
+        inArray(
+          loyaltyActions.id,
+          db
+            .select({ id: loyaltyActions.id })
+            .from(loyaltyActions)
+            .where(
+              and(
+                eq(loyaltyActions.campaignId, campaign.id),
+                eq(loyaltyActions.participantId, found.id),
+                eq(loyaltyActions.status, 'QUEUED'),
+              ),
+            )
+            .orderBy(asc(loyaltyActions.id))
+            .for('update'),
+        ),
+      );
+    // DELETE … RETURNING locks the row and answers it as last committed: its counts include every action a
+    // worker applied before this got the lock.
+    const [gone] = await db
+      .delete(participants)
+      .where(and(eq(participants.id, found.id), eq(participants.campaignId, campaign.id)))
+      .returning();
+    if (!gone) throw participantNotFound(campaign.id, idOrEmail);
+    await db
+      .update(accounts)
+      .set({ participantCount: sql`${accounts.participantCount} - 1` })
+      .where(eq(accounts.id, campaign.accountId));
+    await db
+      .update(campaigns)
+      .set({
+        participantCount: sql`${campaigns.participantCount} - 1`,
+        loyaltyActionCount: sql`${campaigns.loyaltyActionCount} - ${gone.loyaltyActionCount}`,
+        winnerCount: sql`${campaigns.winnerCount} - ${gone.approvedRewardCount > 0 ? 1 : 0}`,
+      })
+      .where(eq(campaigns.id, campaign.id));
+    return { success: true as const };
+  });
+}

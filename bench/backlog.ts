@@ -1,0 +1,39 @@
+import { randomBytes } from 'node:crypto';
+import { enqueue } from '@stampcard/jobs';
+import type { Bench } from './context';
+import type { BenchCampaign } from './seed';
+
+/**
+ * The accept path's result without the HTTP: `n` QUEUED ledger rows for `campaign` in one statement (the
+ * i-th for participant i mod participants, metadata `{ n: i }`), then their `loyalty-action.apply` jobs
+ * through the job catalog's `enqueue` (BullMQ `addBulk`, job id = action id), 1,000 per round trip.
+ * Answers the action ids.
+ */
+export async function queueActions(bench: Bench, campaign: BenchCampaign, n: number): Promise<string[]> {
+  const tag = randomBytes(4).toString('hex');
+  const rows = await bench.sql<{ id: string }[]>`
+    insert into loyalty_actions (id, campaign_id, participant_id, reward_id, status, metadata, created_at)
+    select 'act_q' || ${tag} || lpad(g::text, 11, '0'), ${campaign.id},
+      ${campaign.id} || 'p' || (g % ${bench.settings.participants}::int), ${campaign.rewardId}, 'QUEUED',
+      jsonb_build_object('n', g), clock_timestamp()
+    from generate_series(0, ${n}::int - 1) as g
+    order by g
+    returning id`;
+  const ids = rows.map((r) => r.id);
+  for (let i = 0; i < ids.length; i += 1000) {
+    await enqueue(
+      bench.queues,
+      'loyalty-action.apply',
+      ids.slice(i, i + 1000).map((actionId) => ({ payload: { actionId }, jobId: actionId })),
+    );
+  }
+  return ids;
+}
+
+/** The campaign's `loyaltyActionCount`, as the worker keeps it. */
+export async function appliedCount(bench: Bench, campaignId: string): Promise<number> {
+  const [row] = await bench.sql<
+    { n: number }[]
+  >`select loyalty_action_count as n from campaigns where id = ${campaignId}`;
+  return row?.n ?? 0;
+}

@@ -1,0 +1,122 @@
+import { performance } from 'node:perf_hooks';
+import type { Bench } from '../context';
+import { type PacedResult, paced } from '../load';
+import { participantEmail } from '../seed';
+import { settle } from '../settle';
+import { percentile, progress, round, until, withHeartbeat } from '../util';
+
+export type E2eFigure = {
+  load: PacedResult;
+  /** Accepted actions whose webhook arrived (the first arrival of each). */
+  received: number;
+  /** Accepted actions whose webhook had not arrived when the wait ended. */
+  missing: number;
+  /** Request sent → webhook received, per accepted action. */
+  latencyMs: { p50: number | null; p90: number | null; p99: number | null; max: number | null };
+  /** True when webhooks were missing: each counted with the time it had waited, so the figures are minimums. */
+  lowerBound: boolean;
+  /** The same latency in two stages: request sent → applied (ledger applied_at), applied → webhook received. */
+  stagesMs: {
+    sentToApplied: { p50: number | null; p99: number | null };
+    appliedToReceived: { p50: number | null; p99: number | null };
+  };
+};
+
+/**
+ * Action accepted → webhook received: `rate` actions per second for `durationS` (an open loop over
+ * keep-alive connections) on a campaign whose endpoint takes LOYALTY_ACTION_APPLIED, every process running.
+ * Each action's latency is the receiver's arrival time minus the time its request was sent (same clock).
+ */
+export async function measureE2e(bench: Bench): Promise<E2eFigure> {
+  const { settings, seeded, receiver } = bench;
+  const campaign = seeded.campaigns.e2e;
+  const sentAt = new Map<string, number>();
+  await settle(bench, 'e2e');
+  receiver.received.length = 0;
+  progress(
+    `e2e: ${settings.e2e.rate} actions/s for ${settings.e2e.durationS} s, webhook on LOYALTY_ACTION_APPLIED`,
+  );
+  const load = await withHeartbeat('e2e', () =>
+    paced({
+      urls: bench.apiUrls,
+      rate: settings.e2e.rate,
+      durationS: settings.e2e.durationS,
+      connections: settings.e2e.connections,
+      path: `/v1/campaign/${campaign.id}/loyalty-action`,
+      headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
+      body: (n) =>
+        JSON.stringify({
+          participantEmail: participantEmail(n % settings.participants),
+          rewardId: campaign.rewardId,
+          metadata: { n },
+        }),
+      onOk: (json, at) => sentAt.set(json.action.id, at),
+    }),
+  );
+  progress(
+    `e2e: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms); waiting for their webhooks`,
+  );
+  const arrived = new Map<string, number>();
+  let scanned = 0;
+  const scan = () => {
+    for (; scanned < receiver.received.length; scanned++) {
+      const r = receiver.received[scanned]!;
+      const id = r.json?.data?.action?.id as string | undefined;
+      const sent = id === undefined ? undefined : sentAt.get(id);
+      if (id !== undefined && sent !== undefined && !arrived.has(id)) arrived.set(id, r.at - sent);
+    }
+    return arrived.size;
+  };
+  const waitStarted = performance.now();
+  const waitMs = settings.mode === 'quick' ? 10_000 : 60_000;
+  await until(
+    'every accepted action’s webhook',
+    waitMs,
+    () => {
+      bench.services.assertAlive();
+      return scan() >= sentAt.size;
+    },
+    { everyMs: 50, state: () => `${arrived.size} of ${sentAt.size}` },
+  ).catch((err: Error) => progress(`e2e: ${err.message}`));
+  scan();
+  // A webhook still missing counts with the time it has waited so far: its true latency is at least that, so
+  // the percentiles are then lower bounds (flagged), never better than what happened.
+  const gaveUp = Date.now();
+  const missing = [...sentAt].filter(([id]) => !arrived.has(id)).map(([, sent]) => gaveUp - sent);
+  const latencies = [...arrived.values(), ...missing].sort((a, b) => a - b);
+  const at = (p: number, list = latencies) => {
+    const v = percentile(list, p);
+    return v === null ? null : round(v, 1);
+  };
+  // Where the time goes: request sent → applied by the worker (the ledger's applied_at, written from the
+  // same machine's clock), then applied → webhook received.
+  const applied = await bench.sql<{ id: string; ms: number }[]>`
+    select id, (extract(epoch from applied_at) * 1000)::float8 as ms from loyalty_actions
+    where campaign_id = ${campaign.id} and applied_at is not null`;
+  const toApplied: number[] = [];
+  const toReceived: number[] = [];
+  for (const { id, ms } of applied) {
+    const sent = sentAt.get(id);
+    const total = arrived.get(id);
+    if (sent === undefined) continue;
+    toApplied.push(ms - sent);
+    if (total !== undefined) toReceived.push(sent + total - ms);
+  }
+  toApplied.sort((a, b) => a - b);
+  toReceived.sort((a, b) => a - b);
+  const figure: E2eFigure = {
+    load,
+    received: arrived.size,
+    missing: missing.length,
+    latencyMs: { p50: at(50), p90: at(90), p99: at(99), max: at(100) },
+    lowerBound: missing.length > 0,
+    stagesMs: {
+      sentToApplied: { p50: at(50, toApplied), p99: at(99, toApplied) },
+      appliedToReceived: { p50: at(50, toReceived), p99: at(99, toReceived) },
+    },
+  };
+  progress(
+    `e2e: ${figure.received} webhooks (${figure.missing} missing, last after ${round((performance.now() - waitStarted) / 1000, 1)} s more), p50 ${figure.latencyMs.p50} ms p99 ${figure.latencyMs.p99} ms; sent → applied p50 ${figure.stagesMs.sentToApplied.p50} p99 ${figure.stagesMs.sentToApplied.p99} ms, applied → received p50 ${figure.stagesMs.appliedToReceived.p50} p99 ${figure.stagesMs.appliedToReceived.p99} ms`,
+  );
+  return figure;
+}

@@ -1,0 +1,200 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import type { ApplyFigure } from './figures/apply';
+import type { DispatchFigure } from './figures/dispatch';
+import type { E2eFigure } from './figures/e2e';
+import type { IngestFigure } from './figures/ingest';
+import { type ProcessMemory, ROOT } from './service';
+import type { Settings } from './settings';
+
+export type Figures = {
+  ingest?: IngestFigure;
+  apply?: ApplyFigure;
+  dispatch?: DispatchFigure;
+  e2e?: E2eFigure;
+  memory?: { processes: ProcessMemory[]; maxMb: number };
+};
+
+export const TARGETS = {
+  ingest: 0.1,
+  apply: 1.5,
+  dispatch: 0.5,
+  e2eP99Ms: 250,
+  rssMb: 300,
+};
+
+export type Machine = {
+  cpus: number;
+  cpuModel: string;
+  memoryMb: number;
+  os: string;
+  node: string;
+  postgres: string;
+  redis: string;
+};
+
+export function machine(postgres: string, redis: string): Machine {
+  return {
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memoryMb: Math.round(os.totalmem() / 1024 / 1024),
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    postgres,
+    redis,
+  };
+}
+
+function git(): { commit: string | null; dirty: boolean | null } {
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const status = execFileSync('git', ['status', '--porcelain'], { cwd: ROOT, encoding: 'utf8' });
+    return { commit, dirty: status.trim().length > 0 };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+export type Ratios = {
+  ingest: number | null;
+  apply: number | null;
+  dispatch: number | null;
+  e2eP99Ms: number | null;
+  rssMb: number | null;
+};
+
+export function ratiosOf(f: Figures): Ratios {
+  return {
+    ingest: f.ingest?.ratio ?? null,
+    apply: f.apply?.ratio ?? null,
+    dispatch: f.dispatch?.ratio ?? null,
+    e2eP99Ms: f.e2e?.latencyMs.p99 ?? null,
+    rssMb: f.memory?.maxMb ?? null,
+  };
+}
+
+/** Whether each target is met; null when its figure was not measured. */
+export function targetsMet(f: Figures) {
+  const r = ratiosOf(f);
+  const met = (v: number | null, ok: (v: number) => boolean) => (v === null ? null : ok(v));
+  return {
+    ingest: met(r.ingest, (v) => v >= TARGETS.ingest),
+    apply: met(r.apply, (v) => v >= TARGETS.apply),
+    dispatch: met(r.dispatch, (v) => v >= TARGETS.dispatch),
+    e2e: met(r.e2eP99Ms, (v) => v < TARGETS.e2eP99Ms && f.e2e?.missing === 0),
+    memory: met(r.rssMb, (v) => v < TARGETS.rssMb),
+  };
+}
+
+/** The whole run as JSON: bench/results/latest.json and a copy named after the run's start time. */
+export function writeResults(run: {
+  startedAt: Date;
+  settings: Settings;
+  argv: string[];
+  machine: Machine;
+  serviceEnv: Record<string, string>;
+  figures: Figures;
+  errors: string[];
+}): string {
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const doc = {
+    startedAt: run.startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    command: `npm run bench${run.argv.length ? ` -- ${run.argv.join(' ')}` : ''}`,
+    settings: run.settings,
+    serviceEnv: run.serviceEnv,
+    machine: run.machine,
+    git: git(),
+    ratios: ratiosOf(run.figures),
+    targets: TARGETS,
+    met: targetsMet(run.figures),
+    figures: run.figures,
+    errors: run.errors,
+  };
+  const text = `${JSON.stringify(doc, null, 2)}\n`;
+  const stamp = run.startedAt.toISOString().replace(/[:.]/g, '-');
+  writeFileSync(join(dir, `${stamp}-${run.settings.mode}.json`), text);
+  writeFileSync(join(dir, 'latest.json'), text);
+  return join('bench', 'results', 'latest.json');
+}
+
+const fmt = (v: number | null | undefined, digits = 0) =>
+  v === null || v === undefined ? 'n/a' : v.toLocaleString('en-US', { maximumFractionDigits: digits });
+const yes = (v: boolean | null) => (v === null ? 'n/a' : v ? 'yes' : 'NO');
+
+/** The figures as a text table, for the terminal. */
+export function summary(f: Figures): string {
+  const met = targetsMet(f);
+  const rows: string[][] = [['figure', 'Stampcard', 'baseline', 'ratio', 'target', 'met']];
+  const i = f.ingest;
+  rows.push([
+    'ingest: accepted actions/s (p50 / p99)',
+    i
+      ? `${fmt(i.stampcard.okPerSecond)} (${fmt(i.stampcard.latencyMs.p50, 1)} / ${fmt(i.stampcard.latencyMs.p99)} ms)`
+      : 'n/a',
+    i
+      ? `${fmt(i.baseline.okPerSecond)} (${fmt(i.baseline.latencyMs.p50, 1)} / ${fmt(i.baseline.latencyMs.p99)} ms)`
+      : 'n/a',
+    fmt(i?.ratio, 3),
+    `≥ ${TARGETS.ingest}`,
+    yes(met.ingest),
+  ]);
+  const a = f.apply;
+  rows.push([
+    'apply: actions/s',
+    fmt(a?.stampcard.perSecond),
+    fmt(a?.baseline.perSecond),
+    fmt(a?.ratio, 3),
+    `≥ ${TARGETS.apply}`,
+    yes(met.apply),
+  ]);
+  const d = f.dispatch;
+  rows.push([
+    'dispatch: webhook deliveries/s',
+    fmt(d?.stampcard.perSecond),
+    fmt(d?.baseline.perSecond),
+    fmt(d?.ratio, 3),
+    `≥ ${TARGETS.dispatch}`,
+    yes(met.dispatch),
+  ]);
+  const e = f.e2e;
+  rows.push([
+    'end to end: accepted → webhook p50 / p99',
+    e
+      ? `${fmt(e.latencyMs.p50)} / ${fmt(e.latencyMs.p99)} ms${e.missing ? ` (${e.missing} missing)` : ''}`
+      : 'n/a',
+    'none',
+    '',
+    `p99 < ${TARGETS.e2eP99Ms} ms`,
+    yes(met.e2e),
+  ]);
+  const m = f.memory;
+  rows.push([
+    'memory: peak RSS per process',
+    m ? m.processes.map((p) => `${p.name} ${p.peakRssMb} MB`).join(', ') : 'n/a',
+    'none',
+    '',
+    `< ${TARGETS.rssMb} MB each`,
+    yes(met.memory),
+  ]);
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows
+    .map((r) =>
+      r
+        .map((cell, c) => cell.padEnd(widths[c]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+/** The run's last line: `ratios: ingest=<x.xx> apply=<x.xx> dispatch=<x.xx> e2e_p99_ms=<n> rss_mb=<n>`. */
+export function ratiosLine(f: Figures): string {
+  const r = ratiosOf(f);
+  const two = (v: number | null) => (v === null ? 'n/a' : v.toFixed(2));
+  const int = (v: number | null) => (v === null ? 'n/a' : String(Math.round(v)));
+  return `ratios: ingest=${two(r.ingest)} apply=${two(r.apply)} dispatch=${two(r.dispatch)} e2e_p99_ms=${int(r.e2eP99Ms)} rss_mb=${int(r.rssMb)}`;
+}

@@ -1,0 +1,218 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { sleep, until } from './util';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export type Role = 'api' | 'worker' | 'dispatcher';
+
+export type ServiceProcess = {
+  /** `api1`, `worker1`, `dispatcher1`… */
+  name: string;
+  role: Role;
+  child: ChildProcess;
+  pid: number;
+  port: number | null;
+  /** Highest resident set size seen, in kB: the kernel's high-water mark (VmHWM) and the 250 ms samples. */
+  peakRssKb: number;
+  /** Highest RSS sampled during each phase of the run, in kB. */
+  rssKbByPhase: Record<string, number>;
+  /** Set before the bench stops it: its exit is then expected. */
+  stopping: boolean;
+};
+
+export type ProcessMemory = {
+  name: string;
+  role: Role;
+  /** The process's peak resident set size (kernel high-water mark, VmHWM, and the samples). */
+  peakRssMb: number;
+  /** The highest RSS sampled (every 250 ms) during each phase. */
+  sampledRssMbByPhase: Record<string, number>;
+};
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address() as { port: number };
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+/**
+ * `node --import tsx <args>` from the repository root, with `env` on top of this process's environment.
+ * Its output goes to this process's stderr, each line prefixed with `name`.
+ */
+export function spawnNode(name: string, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream)
+      createInterface({ input: stream }).on('line', (line) => process.stderr.write(`[${name}] ${line}\n`));
+  }
+  return child;
+}
+
+/** Resolves with the exit code once `child` has exited (at once when it already has). */
+export function exited(child: ChildProcess): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
+  return new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+}
+
+/** SIGTERM, then SIGKILL when it has not exited within `graceMs`. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = exited(child);
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await done;
+  clearTimeout(timer);
+}
+
+/** Resident set size now and its high-water mark, in kB; null once the process is gone. */
+async function memoryOf(pid: number): Promise<{ rss: number; hwm: number } | null> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    return { rss: kb('VmRSS'), hwm: kb('VmHWM') };
+  } catch {
+    // No /proc (macOS): ps answers the current RSS only.
+    return new Promise((resolve) =>
+      execFile('ps', ['-o', 'rss=', '-p', String(pid)], (err, out) => {
+        const rss = Number(out.trim());
+        resolve(err || !rss ? null : { rss, hwm: rss });
+      }),
+    );
+  }
+}
+
+/** GET `url` until it answers 200; each try bounded. */
+export async function waitHttpOk(url: string, timeoutMs: number, alive: () => void): Promise<void> {
+  await until(`${url} to answer 200`, timeoutMs, async () => {
+    alive();
+    try {
+      const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
+      await res.body.dump();
+      return res.statusCode === 200;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The service as production runs it: migrations once, then each app in a process of its own
+ * (`scripts/start.ts api|worker|dispatcher`), all with the same environment. Samples every process's
+ * memory while it runs.
+ */
+export class ServiceRunner {
+  readonly procs: ServiceProcess[] = [];
+  private sampler: NodeJS.Timeout | null = null;
+  /** The phase the samples are filed under (`setup`, `ingest`, `apply`…). */
+  phase = 'setup';
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  async migrate(timeoutMs = 60_000): Promise<void> {
+    const child = spawnNode('migrate', ['packages/db/src/migrate-cli.ts'], this.env);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const code = await exited(child);
+    clearTimeout(timer);
+    if (code !== 0) throw new Error(`migrations failed (exit code ${code})`);
+  }
+
+  /** Starts one process of `role`; an API gets a free port of its own. */
+  async start(role: Role): Promise<ServiceProcess> {
+    const port = role === 'api' ? await freePort() : null;
+    const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
+    const child = spawnNode(name, ['scripts/start.ts', role], {
+      ...this.env,
+      ...(port ? { PORT: String(port) } : {}),
+    });
+    if (!child.pid) throw new Error(`${name} did not start`);
+    const proc: ServiceProcess = {
+      name,
+      role,
+      child,
+      pid: child.pid,
+      port,
+      peakRssKb: 0,
+      rssKbByPhase: {},
+      stopping: false,
+    };
+    this.procs.push(proc);
+    return proc;
+  }
+
+  /** Starts an API process and waits until its /ready answers 200. */
+  async startApi(timeoutMs = 60_000): Promise<ServiceProcess> {
+    const proc = await this.start('api');
+    await waitHttpOk(`http://127.0.0.1:${proc.port}/ready`, timeoutMs, () => this.assertAlive());
+    return proc;
+  }
+
+  /** Throws when a process exited that the bench did not stop. */
+  assertAlive(): void {
+    for (const p of this.procs) {
+      if (!p.stopping && (p.child.exitCode !== null || p.child.signalCode !== null)) {
+        throw new Error(`${p.name} exited unexpectedly (${p.child.exitCode ?? p.child.signalCode})`);
+      }
+    }
+  }
+
+  /** Reads every live process's memory once. */
+  async sample(): Promise<void> {
+    await Promise.all(
+      this.procs.map(async (p) => {
+        if (p.stopping) return;
+        const mem = await memoryOf(p.pid);
+        if (!mem) return;
+        p.peakRssKb = Math.max(p.peakRssKb, mem.rss, mem.hwm);
+        p.rssKbByPhase[this.phase] = Math.max(p.rssKbByPhase[this.phase] ?? 0, mem.rss);
+      }),
+    );
+  }
+
+  startSampling(everyMs: number): void {
+    const tick = () => {
+      void this.sample().finally(() => {
+        if (this.sampler) this.sampler = setTimeout(tick, everyMs);
+      });
+    };
+    this.sampler = setTimeout(tick, 0);
+  }
+
+  /** Stops one process, reading its memory high-water mark first. */
+  async stop(proc: ServiceProcess): Promise<void> {
+    const mem = await memoryOf(proc.pid);
+    if (mem) proc.peakRssKb = Math.max(proc.peakRssKb, mem.rss, mem.hwm);
+    proc.stopping = true;
+    await stopChild(proc.child);
+  }
+
+  /** Stops sampling and every process (each given 10 s to finish, then killed). */
+  async stopAll(): Promise<void> {
+    if (this.sampler) clearTimeout(this.sampler);
+    this.sampler = null;
+    await Promise.all(this.procs.map((p) => this.stop(p)));
+    await sleep(0);
+  }
+
+  /** Peak RSS of each process, in MB, and the highest sampled in each phase. */
+  peaks(): ProcessMemory[] {
+    const mb = (kb: number) => Math.round(kb / 1024);
+    return this.procs.map((p) => ({
+      name: p.name,
+      role: p.role,
+      peakRssMb: mb(p.peakRssKb),
+      sampledRssMbByPhase: Object.fromEntries(Object.entries(p.rssKbByPhase).map(([k, v]) => [k, mb(v)])),
+    }));
+  }
+}

@@ -1,6 +1,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
@@ -108,6 +109,17 @@ export async function waitHttpOk(url: string, timeoutMs: number, alive: () => vo
 }
 
 /**
+ * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
+ * each process writes its profiles to `bench/results/profiles/<name>/` (api1, worker1, dispatcher1…): the
+ * largest file is the main thread, the small one tsx's loader thread. Open them in Chrome DevTools or speedscope.
+ */
+function profileFlags(role: Role, name: string): string[] {
+  const roles = (process.env.BENCH_CPU_PROF ?? '').split(',').map((r) => r.trim());
+  if (!roles.includes(role)) return [];
+  return ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/profiles', name)}`];
+}
+
+/**
  * The service as production runs it: migrations once, then each app in a process of its own
  * (`scripts/start.ts api|worker|dispatcher`), all with the same environment. Samples every process's
  * memory while it runs.
@@ -132,7 +144,7 @@ export class ServiceRunner {
   async start(role: Role): Promise<ServiceProcess> {
     const port = role === 'api' ? await freePort() : null;
     const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
-    const child = spawnNode(name, ['scripts/start.ts', role], {
+    const child = spawnNode(name, [...profileFlags(role, name), 'scripts/start.ts', role], {
       ...this.env,
       ...(port ? { PORT: String(port) } : {}),
     });

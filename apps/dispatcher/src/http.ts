@@ -52,7 +52,10 @@ function classify(err: unknown): string {
   return 'CONNECTION';
 }
 
-/** Reads at most `MAX_ANSWER_BYTES` of a body, then drops the rest (and, if there was more, the connection). */
+/**
+ * Reads at most `MAX_ANSWER_BYTES` of a body, then drops the rest (and, if there was more, the connection).
+ * Invalid UTF-8 becomes U+FFFD, and so does NUL, which PostgreSQL's text refuses.
+ */
 async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -64,7 +67,8 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
       break;
     }
   }
-  return Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8');
+  // PostgreSQL's text cannot hold NUL: a binary answer is kept with U+FFFD in their place.
+  return Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8').replaceAll('\0', '\uFFFD');
 }
 
 /**

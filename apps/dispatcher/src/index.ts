@@ -3,6 +3,7 @@ import type { Ctx } from '@stampcard/core';
 import { type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { deliverMessage } from './processors/deliver';
 import { fanOut } from './processors/fan-out';
@@ -99,6 +100,7 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
       sender,
       gate: createEndpointGate(opts.connection, opts.prefix),
       inFlight: createInFlight(opts.endpointConcurrency ?? 32),
+      batching: createDeliveryBatching(opts.ctx),
       policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
     }),
   };

@@ -217,4 +217,21 @@ describe('delivery', () => {
     );
     expect(m.attemptLog[0].responseExcerpt).toBe('x'.repeat(4096));
   });
+
+  it('records an answer PostgreSQL could not store as text (NUL bytes) with them replaced', async () => {
+    const rx = await receiver(() => ({ body: 'ok\u0000\u0000done' }));
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: rx.url,
+      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+    });
+    await w.act();
+    const [m] = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms[0]?.status === 'SUCCEEDED',
+    );
+    expect(m.attemptLog).toHaveLength(1);
+    expect(m.attemptLog[0].responseExcerpt).toBe('ok\ufffd\ufffddone');
+    expect(rx.received).toHaveLength(1);
+  });
 });

@@ -1,8 +1,9 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, type DeliveryPolicy, loadDelivery, recordAttempt } from '@stampcard/core';
+import { type Ctx, type DeliveryPolicy, recordAttempt } from '@stampcard/core';
 import { enqueue, type Processor, type Queues } from '@stampcard/jobs';
 import { signatureHeaders } from '@stampcard/webhooks';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
+import type { DeliveryBatching } from '../batching';
 import type { Sender } from '../http';
 import type { createInFlight, EndpointGate } from '../throttle';
 
@@ -13,6 +14,8 @@ export type DeliverDeps = {
   sender: Sender;
   gate: EndpointGate;
   inFlight: ReturnType<typeof createInFlight>;
+  /** Reads and success writes shared with the jobs running at the same moment. */
+  batching: DeliveryBatching;
   policy: Omit<DeliveryPolicy, 'random'>;
 };
 
@@ -36,9 +39,9 @@ async function later(job: Job, token: string | undefined, ms: number): Promise<n
  * is retried: the message's schedule lives in PostgreSQL, the job only carries it out.
  */
 export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.deliver'> {
-  const { ctx, sender, gate, inFlight } = deps;
+  const { ctx, sender, gate, inFlight, batching } = deps;
   return async ({ messageId, generation }, job, token) => {
-    const delivery = await loadDelivery(ctx, messageId, generation);
+    const delivery = await batching.load({ messageId, generation });
     if ('skip' in delivery) return { messageId, skipped: delivery.skip };
     const { endpoint, message } = delivery;
     const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
@@ -70,10 +73,8 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
         ctx,
         delivery,
         { ...result, attemptedAt },
-        {
-          ...deps.policy,
-          random: Math.random(),
-        },
+        { ...deps.policy, random: Math.random() },
+        batching.writeSuccess,
       );
       if (outcome.eventIds.length > 0) {
         await enqueue(deps.queues, 'webhook-events.fan-out', [

@@ -1,4 +1,4 @@
-import { events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { anyOf, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
@@ -17,17 +17,23 @@ export type Delivery = {
   secrets: string[];
 };
 
+/** Why a delivery job has nothing to send. */
+export type SkippedDelivery = { skip: 'GONE' | 'NOT_PENDING' | 'STALE' | 'HELD' };
+
+/** A delivery job's message: its id and the generation the job was made for. */
+export type DeliveryRequest = { messageId: string; generation: number };
+
 /**
- * The message, its endpoint and its event, or why there is nothing to send: the message is gone (its
- * endpoint was deleted), no longer PENDING, of another generation (replayed since its job was made), or its
- * endpoint is disabled (the message waits for it).
+ * For each request, in order: the message, its endpoint and its event, or why there is nothing to send: the
+ * message is gone (its endpoint was deleted), no longer PENDING, of another generation (replayed since its job
+ * was made), or its endpoint is disabled (the message waits for it). One statement for the whole list, with
+ * the same text whatever its length (the dispatcher gathers the jobs that start together into one call).
  */
-export async function loadDelivery(
+export async function loadDeliveries(
   ctx: Ctx,
-  messageId: string,
-  generation: number,
-): Promise<Delivery | { skip: 'GONE' | 'NOT_PENDING' | 'STALE' | 'HELD' }> {
-  const [row] = await ctx.db
+  requests: readonly DeliveryRequest[],
+): Promise<(Delivery | SkippedDelivery)[]> {
+  const rows = await ctx.db
     .select({
       message: webhookMessages,
       endpoint: webhookEndpoints,
@@ -36,22 +42,31 @@ export async function loadDelivery(
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
     .leftJoin(events, eq(events.id, webhookMessages.eventId))
-    .where(eq(webhookMessages.id, messageId));
-  if (!row) return { skip: 'GONE' };
-  const { message, endpoint, event } = row;
-  if (message.generation !== generation) return { skip: 'STALE' };
-  if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
-  if (!endpoint.enabled) return { skip: 'HELD' };
-  const content =
-    message.testBody ??
-    (event && { type: event.type, timestamp: event.createdAt.getTime(), data: event.data });
-  if (!content) return { skip: 'GONE' };
-  return {
-    message,
-    endpoint,
-    body: JSON.stringify(content),
-    secrets: signingSecrets(endpoint, ctx.clock.now()),
-  };
+    .where(anyOf(webhookMessages.id, [...new Set(requests.map((r) => r.messageId))]));
+  const byId = new Map(rows.map((row) => [row.message.id, row]));
+  const now = ctx.clock.now();
+  return requests.map(({ messageId, generation }): Delivery | SkippedDelivery => {
+    const row = byId.get(messageId);
+    if (!row) return { skip: 'GONE' };
+    const { message, endpoint, event } = row;
+    if (message.generation !== generation) return { skip: 'STALE' };
+    if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
+    if (!endpoint.enabled) return { skip: 'HELD' };
+    const content =
+      message.testBody ??
+      (event && { type: event.type, timestamp: event.createdAt.getTime(), data: event.data });
+    if (!content) return { skip: 'GONE' };
+    return { message, endpoint, body: JSON.stringify(content), secrets: signingSecrets(endpoint, now) };
+  });
+}
+
+/** `loadDeliveries` for one message. */
+export async function loadDelivery(
+  ctx: Ctx,
+  messageId: string,
+  generation: number,
+): Promise<Delivery | SkippedDelivery> {
+  return (await loadDeliveries(ctx, [{ messageId, generation }]))[0]!;
 }
 
 /** What one attempt saw. `statusCode` is null when no answer came. */
@@ -96,6 +111,12 @@ export async function recordAttempt(
   delivery: Pick<Delivery, 'message' | 'endpoint'>,
   result: AttemptResult,
   policy: DeliveryPolicy,
+  /**
+   * Records a plain success (the common case). The dispatcher passes one that gathers the successes of
+   * deliveries finishing together into one `recordSuccesses` statement.
+   * @defaultValue one `recordSuccesses` call for this success alone
+   */
+  writeSuccess: (success: Success) => Promise<void> = (one) => recordSuccesses(ctx, [one]),
 ): Promise<AttemptOutcome> {
   const { message, endpoint } = delivery;
   const now = result.attemptedAt;
@@ -115,7 +136,16 @@ export async function recordAttempt(
   const fulfils =
     endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
   if (verdict.kind === 'SUCCEEDED' && !fulfils && !endpoint.failingSince) {
-    await recordSuccess(ctx, attempt, message);
+    await writeSuccess({
+      id: attempt.id,
+      messageId: message.id,
+      generation: message.generation,
+      endpointId: endpoint.id,
+      attemptedAt: now,
+      statusCode: result.statusCode!,
+      latencyMs: attempt.latencyMs,
+      responseExcerpt: attempt.responseExcerpt,
+    });
     return { next: 'DONE', status: 'SUCCEEDED', eventIds: [] };
   }
   return ctx.db.transaction(async (db) => {
@@ -208,23 +238,48 @@ export async function recordAttempt(
   });
 }
 
+/** A 2xx from an endpoint that was not failing, for a message that fulfils nothing. */
+export type Success = {
+  /** The attempt's id (`del_…`). */
+  id: string;
+  messageId: string;
+  /** The message's generation when its job loaded it: a message replayed since is left alone. */
+  generation: number;
+  endpointId: string;
+  attemptedAt: Date;
+  statusCode: number;
+  latencyMs: number;
+  responseExcerpt: string | null;
+};
+
 /**
- * The common case in one statement, atomic without a transaction's extra round trips: the attempt is
- * recorded and its message marked SUCCEEDED (if it is still this generation's PENDING message).
+ * Plain successes, however many, in one statement: each attempt recorded and its message marked SUCCEEDED
+ * (if it is still that generation's PENDING message). Atomic without a transaction's extra round trips, with
+ * one statement text whatever the number (each column is one array parameter).
  */
-async function recordSuccess(ctx: Ctx, a: typeof webhookAttempts.$inferInsert, message: MessageRow) {
+export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<void> {
+  if (list.length === 0) return;
+  // Every column goes as text[] (the driver serializes text arrays only) and is cast by PostgreSQL.
+  const col = (f: (x: Success) => string | null) => sql.param(list.map(f));
   await ctx.db.execute(sql`
-    with attempt as (
+    with input as (
+      select * from unnest(${col((x) => x.id)}::text[], ${col((x) => x.messageId)}::text[],
+        ${col((x) => String(x.generation))}::text[]::int[], ${col((x) => x.endpointId)}::text[],
+        ${col((x) => x.attemptedAt.toISOString())}::text[]::timestamptz[],
+        ${col((x) => String(x.statusCode))}::text[]::int[], ${col((x) => String(x.latencyMs))}::text[]::int[],
+        ${col((x) => x.responseExcerpt)}::text[])
+        as t(id, message_id, generation, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt)
+    ), attempt as (
       insert into ${webhookAttempts}
         (id, message_id, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt, error_class,
          succeeded, throttled)
-      values (${a.id}, ${a.messageId}, ${a.endpointId}, ${a.attemptedAt!.toISOString()}::timestamptz,
-        ${a.statusCode}, ${a.latencyMs}, ${a.responseExcerpt}, null, true, false)
+      select id, message_id, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt, null, true, false
+      from input where exists (select 1 from ${webhookMessages} x where x.id = input.message_id)
     )
-    update ${webhookMessages} set status = 'SUCCEEDED', attempts = attempts + 1, last_status_code = ${a.statusCode},
-      last_error = null, succeeded_at = ${a.attemptedAt!.toISOString()}::timestamptz,
-      updated_at = ${a.attemptedAt!.toISOString()}::timestamptz
-    where id = ${message.id} and generation = ${message.generation} and status = 'PENDING'`);
+    update ${webhookMessages} m set status = 'SUCCEEDED', attempts = m.attempts + 1,
+      last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, updated_at = i.attempted_at
+    from input i
+    where m.id = i.message_id and m.generation = i.generation and m.status = 'PENDING'`);
 }
 
 /** Disables an endpoint that the receiver or its failures turned off, and records why, once. */

@@ -1,0 +1,103 @@
+import { type Ctx, loadDeliveries, newId, systemClock } from '@stampcard/core';
+import { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { eq } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { makeWorld } from '../../../test/support/factories';
+import { useTestDb } from '../../../test/support/use';
+import { createDeliveryBatching } from '../src/batching';
+
+const testDb = useTestDb();
+
+/** An endpoint of a fresh campaign with `n` PENDING test messages. */
+async function endpointWithMessages(ctx: Ctx, n: number) {
+  const w = await makeWorld(ctx);
+  const now = new Date();
+  const endpointId = newId('webhookEndpoint');
+  await ctx.db.insert(webhookEndpoints).values({
+    id: endpointId,
+    campaignId: w.campaign.id,
+    url: 'http://127.0.0.1:9/hook',
+    kind: 'NOTIFY',
+    secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
+    createdAt: now,
+    updatedAt: now,
+  });
+  const ids = Array.from({ length: n }, () => newId('webhookMessage'));
+  await ctx.db.insert(webhookMessages).values(
+    ids.map((id, i) => ({
+      id,
+      endpointId,
+      campaignId: w.campaign.id,
+      eventType: 'TEST',
+      testBody: { type: 'TEST', n: i },
+      status: 'PENDING' as const,
+      nextAttemptAt: now,
+      createdAt: now,
+      updatedAt: now,
+    })),
+  );
+  return { endpointId, ids };
+}
+
+const success = (messageId: string, endpointId: string) => ({
+  id: newId('delivery'),
+  messageId,
+  generation: 0,
+  endpointId,
+  attemptedAt: new Date(),
+  statusCode: 204,
+  latencyMs: 3,
+  responseExcerpt: null,
+});
+
+describe('delivery batching', () => {
+  it('jobs starting together share one read, each getting its own message or why not', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 40);
+    const batching = createDeliveryBatching(ctx);
+    const loaded = await Promise.all([
+      ...ids.map((messageId) => batching.load({ messageId, generation: 0 })),
+      batching.load({ messageId: ids[0]!, generation: 1 }),
+      batching.load({ messageId: 'msg_missing', generation: 0 }),
+    ]);
+    expect(loaded.slice(0, 40).map((d) => ('skip' in d ? d.skip : JSON.parse(d.body).n))).toEqual(
+      ids.map((_, i) => i),
+    );
+    expect(loaded.slice(40)).toEqual([{ skip: 'STALE' }, { skip: 'GONE' }]);
+    expect(loaded.slice(0, 40).every((d) => 'endpoint' in d && d.endpoint.id === endpointId)).toBe(true);
+    expect(await loadDeliveries(ctx, [])).toEqual([]);
+  });
+
+  it('successes finishing together are written at once; one whose message is gone fails alone', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 30);
+    const [gone, ...kept] = ids;
+    await ctx.db.delete(webhookMessages).where(eq(webhookMessages.id, gone!));
+    const batching = createDeliveryBatching(ctx);
+    const results = await Promise.allSettled(
+      [gone!, ...kept].map((id) => batching.writeSuccess(success(id, endpointId))),
+    );
+    expect(results[0]!.status).toBe('fulfilled'); // nothing to record: no attempt for a message that is gone
+    expect(results.every((r) => r.status === 'fulfilled')).toBe(true);
+    const rows = await ctx.db
+      .select({ id: webhookMessages.id, status: webhookMessages.status, attempts: webhookMessages.attempts })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.endpointId, endpointId));
+    expect(rows).toHaveLength(29);
+    expect(rows.every((r) => r.status === 'SUCCEEDED' && r.attempts === 1)).toBe(true);
+    const attempts = await ctx.db
+      .select()
+      .from(webhookAttempts)
+      .where(eq(webhookAttempts.endpointId, endpointId));
+    expect(attempts.map((a) => a.messageId).sort()).toEqual([...kept].sort());
+    expect(attempts.every((a) => a.succeeded && a.statusCode === 204 && a.errorClass === null)).toBe(true);
+
+    // A second success for a message already SUCCEEDED records the attempt and changes nothing else.
+    await batching.writeSuccess(success(kept[0]!, endpointId));
+    const [again] = await ctx.db
+      .select({ attempts: webhookMessages.attempts })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.id, kept[0]!));
+    expect(again!.attempts).toBe(1);
+  });
+});

@@ -2,13 +2,13 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { clip, createAcceptBatcher, microBatch, type TriggerPorts, validationError } from '@stampcard/core';
 import { enqueueActions } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
-import { bodyLimit } from 'hono/body-limit';
 import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { BODY_LIMITS } from './lib/parse-body';
 import { apiKeyAuth } from './middleware/auth';
+import { limitBody } from './middleware/body-limit';
 import { requestDeadline } from './middleware/deadline';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
@@ -60,17 +60,14 @@ export function createApp(deps: Deps) {
   app.use('*', urlGuard);
   app.use(
     '*',
-    bodyLimit({
-      maxSize: MAX_BODY_BYTES,
-      onError: (c) => {
-        const { message, details } = validationError(
-          [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
-          'Request body is larger than 1 MiB',
-        );
-        // The rest of the body is not read, so this connection cannot carry another request: say so, or a
-        // keep-alive client would send its next request on a socket about to close.
-        return errorResponse(c, 'VALIDATION_ERROR', message, details, { Connection: 'close' });
-      },
+    limitBody(MAX_BODY_BYTES, (c) => {
+      const { message, details } = validationError(
+        [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
+        'Request body is larger than 1 MiB',
+      );
+      // The rest of the body is not read, so this connection cannot carry another request: say so, or a
+      // keep-alive client would send its next request on a socket about to close.
+      return errorResponse(c, 'VALIDATION_ERROR', message, details, { Connection: 'close' });
     }),
   );
 

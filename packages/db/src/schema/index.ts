@@ -1,5 +1,6 @@
 export * from './accounts';
 export * from './actions';
 export * from './campaigns';
+export * from './leaderboards';
 export * from './participants';
 export * from './webhooks';

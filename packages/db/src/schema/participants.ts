@@ -48,6 +48,37 @@ export const participants = pgTable(
   },
   (t) => [
     uniqueIndex('participants_campaign_email_uq').on(t.campaignId, t.email),
-    index('participants_campaign_rank_idx').on(t.campaignId, t.loyaltyActionCount, t.createdAt),
+    // Leaderboards, one index each, in rank order: count descending (negated, so that one row comparison
+    // `(-count, created_at, id) > cursor` is the keyset and a rank is a range count), ties by earlier join. The
+    // count itself closes each key so that a rank is counted by an index-only scan. Ids compare byte by byte.
+    // Monthly counts belong to `counts_month`, hence its place in the monthly ones; rows without a count are
+    // left out of those. See `packages/core/src/services/leaderboard/`.
+    index('participants_rank_idx').on(
+      t.campaignId,
+      sql`(-${t.loyaltyActionCount})`,
+      t.createdAt,
+      sql`(${t.id} collate "C")`,
+      t.loyaltyActionCount,
+    ),
+    index('participants_monthly_rank_idx')
+      .on(
+        t.campaignId,
+        t.countsMonth,
+        sql`(-${t.monthlyLoyaltyActionCount})`,
+        t.createdAt,
+        sql`(${t.id} collate "C")`,
+        t.monthlyLoyaltyActionCount,
+      )
+      .where(sql`${t.monthlyLoyaltyActionCount} > 0`),
+    index('participants_prev_monthly_rank_idx')
+      .on(
+        t.campaignId,
+        t.countsMonth,
+        sql`(-${t.prevMonthlyLoyaltyActionCount})`,
+        t.createdAt,
+        sql`(${t.id} collate "C")`,
+        t.prevMonthlyLoyaltyActionCount,
+      )
+      .where(sql`${t.prevMonthlyLoyaltyActionCount} > 0`),
   ],
 );

@@ -423,6 +423,12 @@ describe('answers match the document', () => {
       '/v1/campaign/{id}/participants',
       await api.get(`/v1/campaign/${campaign.id}/participants`),
     );
+    const leaders = conforms(
+      'GET',
+      '/v1/campaign/{id}/leaderboard',
+      await api.get(`/v1/campaign/${campaign.id}/leaderboard?leaderboardType=CURRENT_MONTH`),
+    );
+    expect(leaders.participants[0]).toMatchObject({ email, monthlyRank: 1 });
     conforms(
       'DELETE',
       '/v1/campaign/{id}/participant/{idOrEmail}',

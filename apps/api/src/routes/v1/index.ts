@@ -7,6 +7,7 @@ import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
 import { registerAddParticipant } from './participants/add-participant';
 import { registerDeleteParticipant } from './participants/delete-participant';
+import { registerGetLeaderboard } from './participants/get-leaderboard';
 import { registerGetParticipant } from './participants/get-participant';
 import { registerListParticipants } from './participants/list-participants';
 import { registerUpdateParticipant } from './participants/update-participant';
@@ -24,6 +25,7 @@ export function registerV1(app: App) {
   registerUpdateParticipant(app);
   registerDeleteParticipant(app);
   registerListParticipants(app);
+  registerGetLeaderboard(app);
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);
   registerGetLoyaltyAction(app);

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { ActionView } from '@stampcard/core';
-import { Campaign, FeedEvent, LoyaltyAction, ParticipantReward } from '../../lib/views';
+import { Campaign, FeedEvent, LoyaltyAction, Participant, ParticipantReward } from '../../lib/views';
 
 /** What the public API answers, besides the objects of `lib/views.ts`. */
 
@@ -47,3 +47,18 @@ export const ParticipantRewardPage = z.strictObject({
 
 /** `deleteParticipantReward`. */
 export const RemovedParticipantReward = z.strictObject({ success: z.literal(true) });
+
+/** `getLeaderboard`. */
+export const LeaderboardPage = z
+  .strictObject({
+    participants: z.array(Participant).openapi({
+      description:
+        'In rank order, each with the rank of this leaderboard: `rank` (ALL_TIME), `monthlyRank` (CURRENT_MONTH) or `prevMonthlyRank` (PREV_MONTH)',
+    }),
+    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    nextId: z.string().nullable().openapi({
+      description: 'The `nextId` of the next page: the id of its first participant (null on the last page)',
+    }),
+    more: z.boolean().openapi({ description: 'Whether another page follows' }),
+  })
+  .openapi('LeaderboardPage');

@@ -3,6 +3,7 @@ import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
 import type { Ctx } from '../../context';
 import { countAction } from '../../rules/counters';
+import { boardsChangedByAction, bucketMoves } from '../../rules/leaderboard';
 import { goalCount, hasWinnersCap, reachesGoal } from '../../rules/unlock';
 import {
   type ActionRow,
@@ -12,6 +13,7 @@ import {
   serializeParticipantRewardWithReward,
 } from '../../serialize';
 import { type NewEvent, recordEvents } from '../events';
+import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
 import { unlockIfAllowed } from './unlock';
 
 export type AppliedAction = {
@@ -24,8 +26,9 @@ export type AppliedAction = {
 /**
  * The worker's half: applies queued actions, each exactly once, all in ONE transaction (a batch).
  * An action no longer QUEUED (a redelivered or re-enqueued job) is skipped. Rows are locked in a fixed
- * order (actions, participants by id, capped rewards by id, campaigns by id) so that concurrent batches
- * cannot deadlock and never over-award. Counts, unlocks, counters and outbox events commit together.
+ * order (actions, participants by id, capped rewards by id, leaderboard buckets by campaign, board and score,
+ * campaigns by id) so that concurrent batches cannot deadlock and never over-award. Counts, leaderboard
+ * buckets, unlocks, counters and outbox events commit together.
  */
 export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<AppliedAction[]> {
   return (await applyActionBatch(ctx, actionIds)).applied;
@@ -185,8 +188,21 @@ export async function applyActionBatch(
         updated_at: p.updatedAt.toISOString(),
       };
     });
+    // The leaderboard buckets follow in the same statement (a CTE, run once the participants' rows are locked
+    // and before the campaigns'): out of each touched participant's old counts, into its new ones.
+    const before = new Map(pRows.map((p) => [p.id, p]));
+    const moves = bucketChanges(
+      [...touched].map((id) => {
+        const after = byParticipant.get(id)!;
+        return {
+          campaignId: after.campaignId,
+          moves: bucketMoves(before.get(id)!, after, boardsChangedByAction(after)),
+        };
+      }),
+    );
     if (rows.length > 0) {
       await db.execute(sql`
+        ${moves.length > 0 ? sql`with buckets as (${moveBucketsStatement(moves)})` : sql``}
         update ${participants} as p set
           loyalty_action_count = v.loyalty_action_count,
           counts_month = v.counts_month,

@@ -54,20 +54,10 @@ export async function listParticipants(
     .limit(q.limit + 1);
   const more = rows.length > q.limit;
   const shown = rows.slice(0, q.limit);
-  const rewards = new Map<string, ParticipantRewardRow[]>(shown.map((p) => [p.id, []]));
-  if (shown.length > 0) {
-    const earned = await ctx.db
-      .select()
-      .from(participantRewards)
-      .where(
-        anyOf(
-          participantRewards.participantId,
-          shown.map((p) => p.id),
-        ),
-      )
-      .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id));
-    for (const pr of earned) rewards.get(pr.participantId)?.push(pr);
-  }
+  const rewards = await rewardsOfParticipants(
+    ctx,
+    shown.map((p) => p.id),
+  );
   const now = ctx.clock.now();
   return {
     participants: shown.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] })),
@@ -75,4 +65,20 @@ export async function listParticipants(
     nextId: more ? rows[q.limit]!.id : null,
     more,
   };
+}
+
+/** The rewards of a page of participants, oldest first, in one query: each id maps to its list (maybe empty). */
+export async function rewardsOfParticipants(
+  ctx: Ctx,
+  ids: string[],
+): Promise<Map<string, ParticipantRewardRow[]>> {
+  const rewards = new Map<string, ParticipantRewardRow[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return rewards;
+  const earned = await ctx.db
+    .select()
+    .from(participantRewards)
+    .where(anyOf(participantRewards.participantId, ids))
+    .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id));
+  for (const pr of earned) rewards.get(pr.participantId)?.push(pr);
+  return rewards;
 }

@@ -1,7 +1,9 @@
 import { accounts, campaigns, loyaltyActions, participants } from '@stampcard/db';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
+import { boardsOf, bucketMoves } from '../../rules/leaderboard';
 import type { CampaignRow } from '../../serialize';
+import { bucketChanges, moveBuckets } from '../leaderboard/buckets';
 import { findParticipant, participantNotFound } from './lookup';
 
 /** The `reason` of a QUEUED loyalty action whose participant was deleted before a worker applied it. */
@@ -12,11 +14,11 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * (`PARTICIPANT_DELETED`), the participant goes with its participant rewards and form submissions (the
  * foreign keys cascade), and the counters follow: the account's participant count (its quota), the
  * campaign's `participantCount`, `loyaltyActionCount` (minus the participant's count) and `winnerCount`
- * (minus one when it held an approved reward). Applied and rejected actions stay in the ledger, and past
- * events in the outbox, as history.
+ * (minus one when it held an approved reward), and the leaderboard buckets of its counts. Applied and rejected
+ * actions stay in the ledger, and past events in the outbox, as history.
  *
  * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
- * participant, then the account and the campaign last. An action a worker already claimed makes this wait
+ * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
  * until it is applied and counted (the DELETE then reads the counts with it); an action the worker tries to
  * claim after that finds it REJECTED; and one recorded after this commits finds no participant, which the
  * worker rejects too. So a deleted participant's action never ends APPLIED, and no count is lost.
@@ -56,6 +58,11 @@ export async function deleteParticipant(
       .where(and(eq(participants.id, found.id), eq(participants.campaignId, campaign.id)))
       .returning();
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
+    // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
+    await moveBuckets(
+      { ...ctx, db },
+      bucketChanges([{ campaignId: campaign.id, moves: bucketMoves(gone, null, boardsOf(gone)) }]),
+    );
     await db
       .update(accounts)
       .set({ participantCount: sql`${accounts.participantCount} - 1` })

@@ -1,0 +1,3 @@
+export * from './buckets';
+export * from './page';
+export * from './ranks';

@@ -140,6 +140,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       prefix: config.QUEUE_PREFIX,
       logger,
       concurrency: config.WORKER_CONCURRENCY,
+      batchSize: config.WORKER_BATCH_SIZE,
       batchWaitMs: config.WORKER_BATCH_WAIT_MS,
       relayIntervalMs: config.RELAY_INTERVAL_MS,
       relayGraceMs: config.RELAY_GRACE_MS,

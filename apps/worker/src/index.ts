@@ -18,10 +18,15 @@ export type WorkerOptions = {
   prefix: string;
   logger: Logger;
   /**
-   * Jobs held at once, and so the largest batch.
-   * @defaultValue 64
+   * Jobs held at once: more than a batch, so that jobs keep arriving while batches commit.
+   * @defaultValue 256
    */
   concurrency?: number;
+  /**
+   * Most actions applied in one transaction.
+   * @defaultValue 64
+   */
+  batchSize?: number;
   /**
    * Longest wait to fill a batch, in ms.
    * @defaultValue 2
@@ -63,7 +68,7 @@ export type StampcardWorker = {
 };
 
 export function startWorker(opts: WorkerOptions): StampcardWorker {
-  const concurrency = opts.concurrency ?? 64;
+  const concurrency = opts.concurrency ?? 256;
   const batcher = new ActionBatcher({
     apply: async (ids) => {
       const { applied, eventIds } = await applyActionBatch(opts.ctx, ids);
@@ -83,7 +88,7 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
       }
       return applied;
     },
-    maxSize: concurrency,
+    maxSize: Math.min(opts.batchSize ?? 64, concurrency),
     maxWaitMs: opts.batchWaitMs ?? 2,
     onBatchError: (err, size) =>
       opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),

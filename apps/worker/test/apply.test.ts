@@ -182,6 +182,58 @@ describe('unlock rule', () => {
   });
 });
 
+describe('unlock rule within one batch', () => {
+  /** Accepts every (email) in order, then applies them all in ONE batch; answers the results in that order. */
+  async function oneBatch(ctx: Ctx, campaign: CampaignRow, rewardId: string, emails: string[]) {
+    const ids: string[] = [];
+    for (const email of emails) ids.push((await accept(ctx, campaign, rewardId, email)).action.id);
+    const results = await applyActions(ctx, ids);
+    const byId = new Map(results.map((r) => [r.id, r]));
+    return { ids, results: ids.map((id) => byId.get(id)!) };
+  }
+
+  it('a limit is reached inside the batch: later actions of the batch count but earn nothing', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1, limit: 2 } });
+    const email = uniqueEmail();
+    await perform(ctx, w.campaignRow, w.reward.id, email); // one earned before the batch
+    const { ids, results } = await oneBatch(ctx, w.campaignRow, w.reward.id, [email, email, email]);
+    expect(unlockedAt(results)).toEqual([1]);
+    const p = await participantByEmail(w.campaign.id, email);
+    expect(p.loyaltyActionCount).toBe(4);
+    const rows = await earned(p.id, w.reward.id);
+    expect(rows).toHaveLength(2);
+    expect(rows[1]!.actionId).toBe(ids[0]);
+    // The ledger names the reward on the action that earned it, and on no other.
+    const ledger = await db.db
+      .select({ id: loyaltyActions.id, unlocked: loyaltyActions.unlockedRewardIds })
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.participantId, p.id));
+    const byId = new Map(ledger.map((l) => [l.id, l.unlocked]));
+    expect(ids.map((id) => byId.get(id))).toEqual([[rows[1]!.id], [], []]);
+  });
+
+  it('the monthly winners cap is reached inside the batch: a winner may earn again, a new participant not', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, {
+      reward: { conversionsRequired: 1, limit: 2, limitDuration: 'PER_MONTH', numberOfWinners: 2 },
+    });
+    const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((t) => uniqueEmail(t));
+    await perform(ctx, w.campaignRow, w.reward.id, a!); // a is a winner before the batch
+    const { results } = await oneBatch(ctx, w.campaignRow, w.reward.id, [c!, a!, b!, d!, a!, b!]);
+    // c takes the second place; a earns its second; b and d find the cap reached; a is at its limit.
+    expect(unlockedAt(results)).toEqual([1, 2]);
+    expect((await campaignRow(w.campaign.id)).winnerCount).toBe(2);
+    const all = await db.db
+      .select()
+      .from(participantRewards)
+      .where(eq(participantRewards.rewardId, w.reward.id));
+    expect(all).toHaveLength(3);
+    const events = await eventsOf(w.campaign.id);
+    expect(events.filter((e) => e.type === 'PARTICIPANT_REACHED_A_GOAL')).toHaveLength(3);
+  });
+});
+
 describe('approval', () => {
   it('with requireRewardApproval the unlock waits: not approved, not available, no winner, no goal event', async () => {
     const ctx = systemCtx();

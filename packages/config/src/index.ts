@@ -20,8 +20,16 @@ export const envSchema = z.object({
   /** Prefix of every BullMQ key in Redis. Default `stampcard`. */
   QUEUE_PREFIX: z.string().min(1).default('stampcard'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Jobs one worker process holds at once; they are applied in batches of up to this many. Default 64. */
-  WORKER_CONCURRENCY: intFromEnv(64, 1),
+  /**
+   * Jobs one worker process holds at once. More than a batch, so that jobs keep arriving while batches commit.
+   * @defaultValue 256
+   */
+  WORKER_CONCURRENCY: intFromEnv(256, 1),
+  /**
+   * Most actions applied in one transaction (a batch).
+   * @defaultValue 64
+   */
+  WORKER_BATCH_SIZE: intFromEnv(64, 1),
   /** Longest a worker waits to fill a batch, in ms. Default 2. */
   WORKER_BATCH_WAIT_MS: intFromEnv(2),
   /** How often the relay looks for accepted actions that are not in the queue, in ms. Default 5000. */

@@ -10,7 +10,8 @@ describe('loadConfig', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       PORT: 3000,
       QUEUE_PREFIX: 'stampcard',
-      WORKER_CONCURRENCY: 64,
+      WORKER_CONCURRENCY: 256,
+      WORKER_BATCH_SIZE: 64,
       operatorTokenGenerated: true,
     });
     expect(cfg.OPERATOR_TOKEN).toMatch(/^op_[0-9a-f]{48}$/);

@@ -1,4 +1,5 @@
 import { events } from '@stampcard/db';
+import { sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import type { NewEvent } from '../event-schemas';
 import { newId } from '../ids';
@@ -24,8 +25,20 @@ export type { NewEvent };
  */
 export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]> {
   if (list.length === 0) return [];
-  const createdAt = ctx.clock.now();
-  const rows = list.map((e) => ({ id: newId('event'), createdAt, ...e }));
-  await ctx.db.insert(events).values(rows);
+  const createdAt = ctx.clock.now().toISOString();
+  const rows = list.map((e) => ({
+    id: newId('event'),
+    campaign_id: e.campaignId,
+    type: e.type,
+    data: e.data,
+  }));
+  // One JSON parameter whatever the number of events, so the statement's text (and its prepared plan) is the
+  // same for every batch; `ordinality` keeps the list's order in `seq`.
+  await ctx.db.execute(sql`
+    insert into ${events} (id, campaign_id, type, data, created_at)
+    select e.id, e.campaign_id, e.type, e.data, ${createdAt}::timestamptz
+    from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      as (id text, campaign_id text, type text, data jsonb)) with ordinality as e(id, campaign_id, type, data, ord)
+    order by e.ord`);
   return rows.map((r) => r.id);
 }

@@ -14,7 +14,7 @@ import {
 } from '../../serialize';
 import { type NewEvent, recordEvents } from '../events';
 import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
-import { unlockIfAllowed } from './unlock';
+import { decideUnlock, loadUnlockState, writeUnlocks } from './unlock';
 
 export type AppliedAction = {
   id: string;
@@ -94,6 +94,16 @@ export async function applyActionBatch(
       .from(campaigns)
       .where(anyOf(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))]));
     const byCampaign = new Map(cRows.map((c) => [c.id, c]));
+    const unlocks = await loadUnlockState(
+      tx,
+      claimed.flatMap((a) => {
+        const reward = byReward.get(a.rewardId);
+        return reward && byParticipant.has(a.participantId)
+          ? [{ participantId: a.participantId, reward }]
+          : [];
+      }),
+      month,
+    );
 
     const results: AppliedAction[] = [];
     const outbox: NewEvent[] = [];
@@ -132,7 +142,7 @@ export async function applyActionBatch(
       delta.actions += 1;
 
       const unlocked = reachesGoal(reward, goalCount(reward, { total, monthly }))
-        ? await unlockIfAllowed(tx, { action, participant: p, reward, campaign, month, now })
+        ? decideUnlock(unlocks, { action, participant: p, reward, campaign, now })
         : null;
       if (unlocked?.approved) {
         if (p.approvedRewardCount === 0) delta.winners += 1;
@@ -141,12 +151,6 @@ export async function applyActionBatch(
       campaignDelta.set(campaign.id, delta);
 
       const unlockedIds = unlocked ? [unlocked.id] : [];
-      if (unlocked) {
-        await db
-          .update(loyaltyActions)
-          .set({ unlockedRewardIds: unlockedIds })
-          .where(eq(loyaltyActions.id, action.id));
-      }
       const participantView = serializeParticipant(p, { now });
       const campaignView = campaignRef(campaign);
       outbox.push({
@@ -173,6 +177,7 @@ export async function applyActionBatch(
       results.push({ id: action.id, status: 'APPLIED', unlockedRewardIds: unlockedIds });
     }
 
+    await writeUnlocks(tx, unlocks);
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;

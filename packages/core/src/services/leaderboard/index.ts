@@ -1,3 +1,4 @@
+export * from './boards';
 export * from './buckets';
 export * from './page';
 export * from './ranks';

@@ -114,6 +114,11 @@ export function createInFlight(max: number) {
       // A woken waiter takes the slot handed to it by `release`.
       return freed;
     },
+    /** Whether timeouts have narrowed the endpoint's window below the maximum (it is slow or unreachable). */
+    narrowed(id: string): boolean {
+      const w = windows.get(id);
+      return w !== undefined && w.limit < max;
+    },
     /** Gives the slot back; `answered` false (timeout, no connection) narrows the window, true widens it. */
     release(id: string, answered: boolean): void {
       const w = windowOf(id);

@@ -7,11 +7,15 @@ describe("an endpoint's share of a dispatcher", () => {
     const taken = await Promise.all(Array.from({ length: 8 }, () => slots.acquire('ep', 0)));
     expect(taken.every(Boolean)).toBe(true);
     expect(await slots.acquire('ep', 0)).toBe(false);
+    // Busy, not slow: the window is whole.
+    expect(slots.narrowed('ep')).toBe(false);
     // Other endpoints are not affected.
     expect(await slots.acquire('other', 0)).toBe(true);
     // Three timeouts: 8 → 4 → 2 → 1, and with 5 still in flight nothing new gets in.
     for (let i = 0; i < 3; i++) slots.release('ep', false);
     expect(await slots.acquire('ep', 0)).toBe(false);
+    expect(slots.narrowed('ep')).toBe(true);
+    expect(slots.narrowed('other')).toBe(false);
     for (let i = 0; i < 4; i++) slots.release('ep', false);
     // One left in flight, the window is 1.
     expect(await slots.acquire('ep', 0)).toBe(false);

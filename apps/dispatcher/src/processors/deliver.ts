@@ -46,8 +46,12 @@ export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.de
     const { endpoint, message } = delivery;
     const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
     if (notYet > 20) return later(job, token, notYet);
-    if (!(await inFlight.acquire(endpoint.id, WINDOW_WAIT_MS)))
-      return later(job, token, 250 + Math.random() * 750);
+    if (!(await inFlight.acquire(endpoint.id, WINDOW_WAIT_MS))) {
+      // A healthy endpoint that is merely busy frees a slot within milliseconds: come back soon. One whose
+      // window timeouts narrowed is slow: come back much later, leaving the process's slots to the others.
+      const back = inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40;
+      return later(job, token, back);
+    }
     let answered = true;
     try {
       let wait = await gate.wait(endpoint.id, endpoint.rateLimit);

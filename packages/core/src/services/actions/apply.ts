@@ -178,6 +178,7 @@ export async function applyActionBatch(
     }
 
     await writeUnlocks(tx, unlocks);
+    const eventIds = await recordEvents(tx, outbox);
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;
@@ -194,7 +195,9 @@ export async function applyActionBatch(
       };
     });
     // The leaderboard buckets follow in the same statement (a CTE, run once the participants' rows are locked
-    // and before the campaigns'): out of each touched participant's old counts, into its new ones.
+    // and before the campaigns'): out of each touched participant's old counts, into its new ones. Buckets are
+    // shared by every batch of a campaign, like its row: so this statement comes after the events, as late as
+    // the campaigns' counters, and their locks are held as briefly.
     const before = new Map(pRows.map((p) => [p.id, p]));
     const moves = bucketChanges(
       [...touched].map((id) => {
@@ -223,7 +226,6 @@ export async function applyActionBatch(
           monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, updated_at timestamptz)
         where p.id = v.id`);
     }
-    const eventIds = await recordEvents(tx, outbox);
     // Campaign rows are shared by every batch: their counters move last, right before commit.
     for (const [id, d] of [...campaignDelta].sort(([a], [b]) => a.localeCompare(b))) {
       await db

@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { deliverMessage } from './processors/deliver';
+import { deliverMessages } from './processors/deliver-batch';
 import { fanOut } from './processors/fan-out';
 import { createSweeper } from './sweeper';
 import { createEndpointGate, createInFlight } from './throttle';
@@ -91,18 +92,21 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     timeoutMs: opts.timeoutMs ?? 15_000,
     allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
   });
+  // Both delivery jobs share one endpoint gate and one set of per-endpoint windows.
+  const deliver = {
+    ctx: opts.ctx,
+    queues: opts.queues,
+    logger: opts.logger,
+    sender,
+    gate: createEndpointGate(opts.connection, opts.prefix),
+    inFlight: createInFlight(opts.endpointConcurrency ?? 32),
+    batching: createDeliveryBatching(opts.ctx),
+    policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
+  };
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
-    'webhook-message.deliver': deliverMessage({
-      ctx: opts.ctx,
-      queues: opts.queues,
-      logger: opts.logger,
-      sender,
-      gate: createEndpointGate(opts.connection, opts.prefix),
-      inFlight: createInFlight(opts.endpointConcurrency ?? 32),
-      batching: createDeliveryBatching(opts.ctx),
-      policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
-    }),
+    'webhook-message.deliver': deliverMessage(deliver),
+    'webhook-messages.deliver': deliverMessages(deliver),
   };
   const workers = startConsumers({
     consumer: 'dispatcher',

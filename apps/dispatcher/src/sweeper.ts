@@ -1,6 +1,13 @@
 import type { Logger } from '@stampcard/config';
 import { type Ctx, FAN_OUT_BATCH, fanOutEvents, findOverdueMessages } from '@stampcard/core';
-import { deliveryJobId, ensureJobs, periodic, type Queues, scheduleDeliveries } from '@stampcard/jobs';
+import {
+  deliveryJobId,
+  ensureJobs,
+  type JobPayload,
+  periodic,
+  type Queues,
+  scheduleDeliveries,
+} from '@stampcard/jobs';
 
 export type SweeperOptions = {
   ctx: Ctx;
@@ -13,6 +20,20 @@ export type SweeperOptions = {
   /** Overdue messages are looked for on every n-th sweep. */
   overdueEvery: number;
 };
+
+/** The messages (as `deliveryJobId`s) of every `webhook-messages.deliver` job waiting or running. */
+async function messagesInBatchJobs(queues: Queues): Promise<Set<string>> {
+  const jobs = await queues
+    .forJob('webhook-messages.deliver')
+    .getJobs(['waiting', 'prioritized', 'active', 'delayed']);
+  const ids = new Set<string>();
+  for (const job of jobs) {
+    if (job?.name !== 'webhook-messages.deliver') continue;
+    const data = job.data as JobPayload<'webhook-messages.deliver'>;
+    for (const m of data.messages ?? []) ids.add(deliveryJobId(m));
+  }
+  return ids;
+}
 
 /**
  * What makes the outbox lossless: every sweep fans out the events nobody pushed to the dispatcher (those the
@@ -35,10 +56,14 @@ export function createSweeper(opts: SweeperOptions) {
     let requeued = 0;
     if (round++ % opts.overdueEvery === 0) {
       const overdue = await findOverdueMessages(opts.ctx, opts.overdueGraceMs);
+      // A message still waiting in a batch job (a backlog) is not lost: only the others get a job of their own.
+      const inBatches = overdue.length > 0 ? await messagesInBatchJobs(opts.queues) : new Set<string>();
       ({ added: requeued } = await ensureJobs(
         opts.queues,
         'webhook-message.deliver',
-        overdue.map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
+        overdue
+          .filter((m) => !inBatches.has(deliveryJobId(m)))
+          .map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
       ));
       if (requeued > 0) opts.logger.warn({ requeued }, 'sweep put webhook messages back in the queue');
     }

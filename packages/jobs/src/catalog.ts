@@ -53,6 +53,33 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /**
+   * The first attempt of up to 64 new messages of one endpoint (a fan-out's, or a replay's), made together:
+   * one job, one read and one write for all of them. A message that cannot be sent now (its endpoint busy or
+   * throttled) or whose attempt failed goes on as its own `webhook-message.deliver` job.
+   */
+  'webhook-messages.deliver': {
+    queue: 'webhook-deliveries',
+    consumer: 'dispatcher',
+    payload: z.strictObject({
+      endpointId: z.string().startsWith('ep_'),
+      messages: z
+        .array(
+          z.strictObject({
+            messageId: z.string().startsWith('msg_'),
+            generation: z.number().int().min(0),
+          }),
+        )
+        .min(1)
+        .max(64),
+    }),
+    options: {
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
 } as const satisfies Record<string, JobDefinition>;
 
 export type JobName = keyof typeof JOBS;

@@ -33,8 +33,8 @@ export function createQueues(connection: Redis, prefix: string, onError?: (err: 
   };
 }
 
-/** One job to add: its payload, and an id that makes adding it again a no-op. */
-export type NewJob<N extends JobName> = { payload: JobPayload<N>; jobId?: string };
+/** One job to add: its payload, an id that makes adding it again a no-op, and how long it waits to run. */
+export type NewJob<N extends JobName> = { payload: JobPayload<N>; jobId?: string; delayMs?: number };
 
 /**
  * Adds jobs of one kind in one round trip, with the catalog's retry policy. Producers enqueue only through
@@ -44,10 +44,14 @@ export async function enqueue<N extends JobName>(queues: Queues, name: N, list: 
   if (list.length === 0) return;
   const { options } = JOBS[name];
   await queues.forJob(name).addBulk(
-    list.map(({ payload, jobId }) => ({
+    list.map(({ payload, jobId, delayMs }) => ({
       name,
       data: payload,
-      opts: jobId ? { ...options, jobId } : options,
+      opts: {
+        ...options,
+        ...(jobId ? { jobId } : {}),
+        ...(delayMs ? { delay: Math.max(0, Math.round(delayMs)) } : {}),
+      },
     })),
   );
 }
@@ -91,12 +95,64 @@ export async function ensureJobs<N extends JobName>(
 export const deliveryJobId = (m: { messageId: string; generation: number }) =>
   `${m.messageId}-${m.generation}`;
 
-/** Puts webhook messages (at their current generation) in the delivery queue, in one round trip. */
-export function scheduleDeliveries(queues: Queues, list: { messageId: string; generation: number }[]) {
-  return enqueue(
+/** Most messages of one endpoint delivered by one `webhook-messages.deliver` job. */
+export const DELIVERY_BATCH = 64;
+
+/** A webhook message to deliver: at its current generation, and its endpoint when known. */
+export type ScheduledMessage = { messageId: string; generation: number; endpointId?: string };
+
+/**
+ * Puts webhook messages (at their current generation) in the delivery queue, in one round trip: those whose
+ * endpoint is known in `webhook-messages.deliver` jobs of up to `DELIVERY_BATCH` per endpoint, any other as its
+ * own `webhook-message.deliver` job.
+ */
+export async function scheduleDeliveries(queues: Queues, list: ScheduledMessage[]): Promise<void> {
+  const byEndpoint = new Map<string, { messageId: string; generation: number }[]>();
+  const alone: ScheduledMessage[] = [];
+  for (const m of list) {
+    if (!m.endpointId) {
+      alone.push(m);
+      continue;
+    }
+    const group = byEndpoint.get(m.endpointId) ?? [];
+    group.push({ messageId: m.messageId, generation: m.generation });
+    byEndpoint.set(m.endpointId, group);
+  }
+  const batches = [...byEndpoint].flatMap(([endpointId, messages]) =>
+    Array.from({ length: Math.ceil(messages.length / DELIVERY_BATCH) }, (_, i) => ({
+      payload: { endpointId, messages: messages.slice(i * DELIVERY_BATCH, (i + 1) * DELIVERY_BATCH) },
+    })),
+  );
+  await Promise.all([
+    enqueue(queues, 'webhook-messages.deliver', batches),
+    enqueue(
+      queues,
+      'webhook-message.deliver',
+      alone.map(({ messageId, generation }) => ({
+        payload: { messageId, generation },
+        jobId: deliveryJobId({ messageId, generation }),
+      })),
+    ),
+  ]);
+}
+
+/**
+ * Puts messages that could not be sent now back in the queue, each as its own job due after its delay (one
+ * round trip). The job id is the message's (`deliveryJobId`), so handing the same message over twice makes
+ * one job.
+ */
+export async function deferDeliveries(
+  queues: Queues,
+  list: { messageId: string; generation: number; delayMs: number }[],
+): Promise<void> {
+  await enqueue(
     queues,
     'webhook-message.deliver',
-    list.map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
+    list.map(({ messageId, generation, delayMs }) => ({
+      payload: { messageId, generation },
+      jobId: deliveryJobId({ messageId, generation }),
+      delayMs,
+    })),
   );
 }
 

@@ -86,7 +86,7 @@ export async function fanOutEvents(
       events: picked.length,
       scheduled: created
         .filter((m) => enabled.has(m.endpointId))
-        .map(({ messageId, generation }) => ({ messageId, generation })),
+        .map(({ messageId, generation, endpointId }) => ({ messageId, generation, endpointId })),
     };
   });
 }

@@ -14,7 +14,8 @@ export type MessageFilter = {
 };
 
 /** A message scheduled for delivery at a generation: what the caller puts in the delivery queue. */
-export type Scheduled = { messageId: string; generation: number };
+/** A message to put in the delivery queue: at its current generation, with its endpoint when known. */
+export type Scheduled = { messageId: string; generation: number; endpointId?: string };
 
 const conditions = (f: MessageFilter): (SQL | undefined)[] => [
   f.status ? eq(webhookMessages.status, f.status) : undefined,
@@ -116,7 +117,11 @@ export async function replayMessage(ctx: Ctx, id: string) {
     .returning();
   return {
     message: serializeMessage(row!, (await attemptsOf(ctx, [id])).get(id)!),
-    scheduled: { messageId: row!.id, generation: row!.generation } satisfies Scheduled,
+    scheduled: {
+      messageId: row!.id,
+      generation: row!.generation,
+      endpointId: row!.endpointId,
+    } satisfies Scheduled,
   };
 }
 
@@ -167,6 +172,6 @@ export async function replayMessages(ctx: Ctx, endpointId: string, filter: Messa
     replayed: rows.length,
     more: left !== undefined,
     endpointEnabled: endpoint.enabled,
-    scheduled: rows satisfies Scheduled[],
+    scheduled: rows.map((r) => ({ ...r, endpointId })) satisfies Scheduled[],
   };
 }

@@ -1,0 +1,43 @@
+import { loadDeliveries } from '@stampcard/core';
+import { deferDeliveries, type Processor } from '@stampcard/jobs';
+import { UnrecoverableError } from 'bullmq';
+import { attemptDelivery, type DeliverDeps } from './attempt';
+
+/** A message whose attempt threw (a store failing) is tried again as its own job after this long, in ms. */
+const AFTER_ERROR_MS = 1000;
+
+/**
+ * `webhook-messages.deliver`: the first attempt of new messages of one endpoint, together: one read for all,
+ * their attempts side by side within the endpoint's share of this process, their successes written together.
+ * A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on as its own
+ * `webhook-message.deliver` job, due when it should come back. Run again (a dispatcher died mid-job), the job
+ * skips what was recorded and sends the rest: at least once.
+ */
+export function deliverMessages(deps: DeliverDeps): Processor<'webhook-messages.deliver'> {
+  return async ({ messages }) => {
+    const deliveries = await loadDeliveries(deps.ctx, messages);
+    const deferred: { messageId: string; generation: number; delayMs: number }[] = [];
+    let delivered = 0;
+    let deadLettered = 0;
+    await Promise.all(
+      deliveries.map(async (delivery, i) => {
+        if ('skip' in delivery) return;
+        const step = await attemptDelivery(deps, delivery).catch((err: unknown) => {
+          deps.logger.warn({ err, messageId: delivery.message.id }, 'delivery attempt failed; retried alone');
+          return { later: AFTER_ERROR_MS };
+        });
+        if ('later' in step) deferred.push({ ...messages[i]!, delayMs: step.later });
+        else if (step.done === 'FAILED') deadLettered += 1;
+        else if (step.done === 'SUCCEEDED') delivered += 1;
+      }),
+    );
+    await deferDeliveries(deps.queues, deferred);
+    if (deadLettered > 0) {
+      // Only with an empty retry schedule can a first attempt be the last: show it as a failed job.
+      throw new UnrecoverableError(
+        `${deadLettered} webhook message(s) dead-lettered after their only attempt`,
+      );
+    }
+    return { messages: messages.length, delivered, deferred: deferred.length };
+  };
+}

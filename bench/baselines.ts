@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import postgres from 'postgres';
+import { connectPostgres } from '@stampcard/db';
 import { Agent, request } from 'undici';
 import { type HammerOptions, type HammerResult, hammer } from './load';
 import type { BenchCampaign } from './seed';
@@ -63,7 +63,7 @@ export async function applyBaseline(opts: {
   actions: number;
   connections: number;
 }): Promise<ApplyBaselineResult> {
-  const sql = postgres(opts.dbUrl, { max: opts.connections, onnotice: () => {} });
+  const sql = connectPostgres(opts.dbUrl, { max: opts.connections, onnotice: () => {} });
   try {
     await sql`select 1`;
     const tag = randomBytes(4).toString('hex');

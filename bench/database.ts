@@ -1,5 +1,6 @@
+import { connectPostgres } from '@stampcard/db';
 import { Redis } from 'ioredis';
-import postgres from 'postgres';
+import type postgres from 'postgres';
 
 /** `adminUrl` with its database replaced by `name`. */
 export function databaseUrl(adminUrl: string, name: string): string {
@@ -9,7 +10,7 @@ export function databaseUrl(adminUrl: string, name: string): string {
 }
 
 async function withAdmin<T>(adminUrl: string, run: (sql: postgres.Sql) => Promise<T>): Promise<T> {
-  const sql = postgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const sql = connectPostgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
   try {
     return await run(sql);
   } finally {

@@ -13,8 +13,8 @@
  * the whole run goes to bench/results/latest.json.
  */
 import { randomBytes } from 'node:crypto';
+import { connectPostgres } from '@stampcard/db';
 import { createQueues, createRedis } from '@stampcard/jobs';
-import postgres from 'postgres';
 import { startReceiver } from '../test/support/receiver';
 import type { Bench } from './context';
 import {
@@ -119,7 +119,7 @@ try {
 
   const receiver = await startReceiver();
   undo.push({ what: 'closing the receiver', run: () => receiver.close() });
-  const sql = postgres(dbUrl, { max: 4, onnotice: () => {} });
+  const sql = connectPostgres(dbUrl, { max: 4, onnotice: () => {} });
   undo.push({ what: 'closing the bench pool', run: () => sql.end({ timeout: 5 }) });
   const redis = createRedis(redisUrl);
   const queues = createQueues(redis, runId);

@@ -1,8 +1,10 @@
+import { connectPostgres } from '@stampcard/db';
 import { Redis } from 'ioredis';
-import postgres from 'postgres';
 
 function where(url: string): string {
   const u = new URL(url);
+  const socket = u.searchParams.get('host');
+  if (socket?.startsWith('/')) return `${socket}/.s.PGSQL.${u.port || 5432}`;
   return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 5432)}`;
 }
 
@@ -14,7 +16,7 @@ export async function preflight(databaseUrl: string, redisUrl: string): Promise<
   const problems: string[] = [];
   const admin = new URL(databaseUrl);
   admin.pathname = '/postgres';
-  const sql = postgres(admin.toString(), { max: 1, connect_timeout: 3, onnotice: () => {} });
+  const sql = connectPostgres(admin.toString(), { max: 1, connect_timeout: 3, onnotice: () => {} });
   try {
     await sql`select 1`;
   } catch (err) {

@@ -1,5 +1,6 @@
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
-import postgres from 'postgres';
+import type postgres from 'postgres';
+import { connectPostgres } from './connect';
 import * as schema from './schema/index';
 
 export type Schema = typeof schema;
@@ -41,7 +42,7 @@ export type CreateDbOptions = {
  */
 export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
   const statementTimeout = opts.statementTimeoutMs ?? 3000;
-  const sql = postgres(url, {
+  const sql = connectPostgres(url, {
     max: opts.max ?? 10,
     connect_timeout: opts.connectTimeoutSeconds ?? 5,
     onnotice: () => {},

@@ -1,4 +1,5 @@
 export * from './any-of';
 export * from './client';
+export * from './connect';
 export * from './migrate';
 export * from './schema/index';

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
-import postgres from 'postgres';
+import { connectPostgres } from './connect';
 
 export const migrationsFolder = fileURLToPath(new URL('../drizzle', import.meta.url));
 
@@ -12,7 +12,7 @@ export async function ensureDatabase(url: string): Promise<void> {
   if (!name) return;
   const admin = new URL(url);
   admin.pathname = '/postgres';
-  const sql = postgres(admin.toString(), { max: 1, onnotice: () => {} });
+  const sql = connectPostgres(admin.toString(), { max: 1, onnotice: () => {} });
   try {
     const rows = await sql`select 1 from pg_database where datname = ${name}`;
     if (rows.length === 0) {
@@ -29,7 +29,7 @@ export async function ensureDatabase(url: string): Promise<void> {
 /** Applies the committed migrations; safe to run on every start (already applied ones are skipped). */
 export async function runMigrations(url: string): Promise<void> {
   await ensureDatabase(url);
-  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  const sql = connectPostgres(url, { max: 1, onnotice: () => {} });
   try {
     await migrate(drizzle(sql), { migrationsFolder });
   } finally {

@@ -51,6 +51,7 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     return { later: inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40 };
   }
   let answered = true;
+  let released = false;
   try {
     let wait = await gate.wait(endpoint.id, endpoint.rateLimit);
     while (wait > 0 && wait <= SLEEP_IN_PLACE_MS) {
@@ -71,6 +72,9 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     const attemptedAt = ctx.clock.now();
     const result = await sender.send(endpoint.url, sent, delivery.body);
     answered = result.statusCode !== null;
+    // The window counts requests to the endpoint: the slot is free once it has answered, before the record.
+    inFlight.release(endpoint.id, answered);
+    released = true;
     const outcome = await recordAttempt(
       ctx,
       delivery,
@@ -97,6 +101,6 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     }
     return { done: outcome.status, statusCode: result.statusCode };
   } finally {
-    inFlight.release(endpoint.id, answered);
+    if (!released) inFlight.release(endpoint.id, answered);
   }
 }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach } from 'vitest';
 
 export type Received = {
   headers: IncomingMessage['headers'];
@@ -83,3 +84,20 @@ export async function startReceiver(answer: (req: Received, n: number) => Answer
 }
 
 export type Receiver = Awaited<ReturnType<typeof startReceiver>>;
+
+/**
+ * `startReceiver` for a test file: each receiver a test starts is closed after that test.
+ * Call it at the top of the file; it answers the function that starts them.
+ */
+export function useReceivers(): (...args: Parameters<typeof startReceiver>) => Promise<Receiver> {
+  let receivers: Receiver[] = [];
+  afterEach(async () => {
+    await Promise.all(receivers.map((r) => r.close()));
+    receivers = [];
+  });
+  return async (...args) => {
+    const r = await startReceiver(...args);
+    receivers.push(r);
+    return r;
+  };
+}

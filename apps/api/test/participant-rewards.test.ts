@@ -8,10 +8,10 @@ import {
 } from '@stampcard/core';
 import { campaigns, events, participantRewards, participants, rewards, webhookMessages } from '@stampcard/db';
 import { and, asc, eq, isNull } from 'drizzle-orm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeCampaign, makeUserWithKey, uniqueEmail } from '../../../test/support/factories';
-import { type Receiver, startReceiver } from '../../../test/support/receiver';
+import { useReceivers } from '../../../test/support/receiver';
 import { refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, registerEndpoint } from '../../../test/support/webhooks';
@@ -20,16 +20,7 @@ import { goalWorld, registerEndpoint } from '../../../test/support/webhooks';
 const stack = useTestStack({ dispatcher: true, sweep: true });
 const refused = refusals(stack);
 
-let receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterEach(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  receivers = [];
-});
+const receiver = useReceivers();
 
 /**
  * A refused request writes nothing. The sweep and the deliveries change rows in the background, so the outbox

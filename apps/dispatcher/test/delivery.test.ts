@@ -1,7 +1,7 @@
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
-import { type Receiver, startReceiver } from '../../../test/support/receiver';
+import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
 
@@ -12,16 +12,7 @@ const stack = useTestStack({
   webhookTimeoutMs: 1000,
 });
 
-let receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterEach(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  receivers = [];
-});
+const receiver = useReceivers();
 
 describe('delivery', () => {
   it('delivers each event signed: standardwebhooks verifies it, and the goal carries the whole Reward', async () => {

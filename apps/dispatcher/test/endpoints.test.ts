@@ -1,9 +1,9 @@
 import { events, webhookEndpoints } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
-import { type Receiver, startReceiver } from '../../../test/support/receiver';
+import { useReceivers } from '../../../test/support/receiver';
 import { refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
@@ -16,16 +16,7 @@ const stack = useTestStack({
 });
 const expectRefused = refusals(stack);
 
-let receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterEach(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  receivers = [];
-});
+const receiver = useReceivers();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const GOAL = ['PARTICIPANT_REACHED_A_GOAL'];

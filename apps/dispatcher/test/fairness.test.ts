@@ -1,9 +1,9 @@
 import { createLogger } from '@stampcard/config';
 import { createDb } from '@stampcard/db';
 import { startDispatcher } from '@stampcard/dispatcher';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
-import { type Receiver, startReceiver } from '../../../test/support/receiver';
+import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
 
@@ -15,16 +15,7 @@ const stack = useTestStack({
   endpointConcurrency: 2,
 });
 
-let receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterEach(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  receivers = [];
-});
+const receiver = useReceivers();
 
 describe('fairness and throttling', () => {
   it('an endpoint that hangs holds only its own slots: other endpoints and campaigns get theirs at once', async () => {

@@ -1,23 +1,14 @@
 import { events, participantRewards } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
-import { type Receiver, startReceiver } from '../../../test/support/receiver';
+import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
 
 const stack = useTestStack({ dispatcher: true, sweep: true, retrySchedule: '50,100' });
 
-let receivers: Receiver[] = [];
-async function receiver(...args: Parameters<typeof startReceiver>) {
-  const r = await startReceiver(...args);
-  receivers.push(r);
-  return r;
-}
-afterEach(async () => {
-  await Promise.all(receivers.map((r) => r.close()));
-  receivers = [];
-});
+const receiver = useReceivers();
 
 const fulfilledEvents = async (campaignId: string) =>
   stack.ctx.db

@@ -1,10 +1,13 @@
 import { loyaltyActions } from '@stampcard/db';
 import { JOBS } from '@stampcard/jobs';
+import { createRelay } from '@stampcard/worker';
 import { type Processor, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
 import { makeWorld, uniqueEmail } from '../support/factories';
+import { actionJob, waitingActionJobs } from '../support/jobs';
 import { useTestStack } from '../support/use';
 
 const stack = useTestStack({ http: true, worker: false });
@@ -30,9 +33,10 @@ describe('Redis is the transport, PostgreSQL the record', () => {
       expect(r.status).toBe(200);
       ids.push(r.body.action.id);
     }
-    expect(await stack.deps.queues.loyaltyActions.getJobCountByTypes('waiting')).toBe(3);
+    // Each request's group commit queued its action in a batch job.
+    expect(await waitingActionJobs(stack)).toEqual({ jobs: 3, actions: 3 });
     await wipeQueue();
-    expect(await stack.deps.queues.loyaltyActions.getJobCountByTypes('waiting')).toBe(0);
+    expect(await waitingActionJobs(stack)).toEqual({ jobs: 0, actions: 0 });
 
     const worker = stack.startWorker();
     expect(await worker.relay.runOnce()).toBe(3);
@@ -59,7 +63,7 @@ describe('Redis is the transport, PostgreSQL the record', () => {
       rewardId: w.reward.id,
     });
     const id = r.body.action.id as string;
-    await stack.deps.queues.loyaltyActions.remove(id);
+    await (await actionJob(stack, id))!.remove();
     const worker = stack.startWorker();
     const [first, second] = await Promise.all([worker.relay.runOnce(), worker.relay.runOnce()]);
     expect(first).toBe(1);
@@ -76,12 +80,12 @@ describe('Redis is the transport, PostgreSQL the record', () => {
 
   /** Lets a stand-in worker take the queued job once, so it ends failed or completed without being applied. */
   async function settleJobWith(actionId: string, processor: Processor, state: 'failed' | 'completed') {
-    const standIn = new Worker(JOBS['loyalty-action.apply'].queue, processor, {
+    const standIn = new Worker(JOBS['loyalty-actions.apply'].queue, processor, {
       connection: stack.redis,
       prefix: stack.prefix,
     });
     await eventually(
-      async () => (await stack.deps.queues.loyaltyActions.getJob(actionId))?.getState(),
+      async () => (await actionJob(stack, actionId))?.getState(),
       (s) => s === state,
     );
     await standIn.close();
@@ -133,6 +137,22 @@ describe('Redis is the transport, PostgreSQL the record', () => {
     expect(await worker.relay.runOnce()).toBe(1);
     await expectAppliedOnce(a);
     expect(await worker.relay.runOnce()).toBe(0);
+    await stack.stopWorker();
+  });
+  it('an action still waiting in a batch job is not lost: the relay leaves it to that job', async () => {
+    const a = await acceptOne();
+    expect(await (await actionJob(stack, a.action.id))!.getState()).toBe('waiting');
+    // A relay alone (no worker takes jobs), with no grace: the action is stale, and in a waiting batch job.
+    const relay = createRelay({
+      ctx: stack.ctx,
+      queues: stack.deps.queues,
+      logger: pino({ level: 'silent' }),
+      graceMs: 0,
+      intervalMs: 60_000,
+    });
+    expect(await relay.runOnce()).toBe(0);
+    stack.startWorker();
+    await expectAppliedOnce(a);
     await stack.stopWorker();
   });
 });

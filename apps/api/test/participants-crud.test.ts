@@ -4,6 +4,7 @@ import { and, asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
 import { makeCampaign, makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { actionJob } from '../../../test/support/jobs';
 import { fingerprint, refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 
@@ -505,7 +506,7 @@ describe('DELETE /v1/campaign/{id}/participant/{idOrEmail}', () => {
     }
     // The worker takes the job and finds nothing to apply.
     await eventually(
-      async () => (await stack.deps.queues.loyaltyActions.getJob(actionId))?.getState(),
+      async () => (await actionJob(stack, actionId))?.getState(),
       (state) => state === 'completed',
     );
     const a = await api(w.key).get(`${at(w)}/loyalty-action/${actionId}`);

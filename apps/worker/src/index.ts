@@ -5,10 +5,12 @@ import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
+import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 import { createRelay } from './relay';
 
 export { ActionBatcher } from './batcher';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
+export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
@@ -94,13 +96,18 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
       opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
   });
   // The worker is built from the map: a worker job added to the catalog without a processor does not compile.
-  const processors: Processors<'worker'> = { 'loyalty-action.apply': applyLoyaltyAction(batcher) };
+  const processors: Processors<'worker'> = {
+    'loyalty-action.apply': applyLoyaltyAction(batcher),
+    'loyalty-actions.apply': applyLoyaltyActions(batcher),
+  };
   const workers = startConsumers({
     consumer: 'worker',
     processors,
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency,
+    // A job of the batch queue holds up to 64 actions: a quarter as many jobs hold as many actions and more.
+    queueConcurrency: { 'loyalty-action-batches': Math.max(1, Math.ceil(concurrency / 4)) },
     lockMs: opts.lockMs ?? 10_000,
     onFailed: (job, err) =>
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),

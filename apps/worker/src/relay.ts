@@ -1,6 +1,6 @@
 import type { Logger } from '@stampcard/config';
 import { type Ctx, findStaleQueuedActions } from '@stampcard/core';
-import { ensureJobs, periodic, type Queues } from '@stampcard/jobs';
+import { actionsInBatchJobs, ensureJobs, periodic, type Queues } from '@stampcard/jobs';
 
 export type RelayOptions = {
   ctx: Ctx;
@@ -19,7 +19,10 @@ export type RelayOptions = {
  */
 export function createRelay(opts: RelayOptions) {
   async function sweep(): Promise<number> {
-    const ids = await findStaleQueuedActions(opts.ctx, opts.graceMs);
+    const stale = await findStaleQueuedActions(opts.ctx, opts.graceMs);
+    // An action still waiting in a batch job (a backlog) is not lost.
+    const inBatches = stale.length > 0 ? await actionsInBatchJobs(opts.queues) : new Set<string>();
+    const ids = stale.filter((id) => !inBatches.has(id));
     // Missing (Redis lost it, or the API's enqueue failed), failed (retries exhausted) or completed before the
     // ledger row committed: each is added again. A job that waits, runs or is delayed is left alone.
     const { added, restarted } = await ensureJobs(

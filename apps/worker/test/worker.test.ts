@@ -7,9 +7,11 @@ import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { actionJob } from '../../../test/support/jobs';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
+import { applyLoyaltyActions } from '../src/processors/apply-loyalty-actions';
 
 describe('ActionBatcher', () => {
   /** A fake `apply` that records its calls; ids containing "bad" make the whole call throw. */
@@ -129,6 +131,15 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     return (await stack.deps.queues.loyaltyActions.getJob(jobId))!;
   }
 
+  /** The `loyalty-actions.apply` job carrying the action, once it completed. */
+  async function finishedBatch(actionId: string) {
+    await eventually(
+      async () => (await actionJob(stack, actionId))?.getState(),
+      (s) => s === 'completed',
+    );
+    return (await actionJob(stack, actionId))!;
+  }
+
   async function counts(campaignId: string, participantId: string, actionId: string) {
     const [p] = await stack.ctx.db.select().from(participants).where(eq(participants.id, participantId));
     const [c] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
@@ -152,8 +163,8 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     await addJob(`dup-${action.id}`, { actionId: action.id });
     stack.startWorker();
 
-    const [normal, dup] = await Promise.all([finished(action.id), finished(`dup-${action.id}`)]);
-    expect(normal.returnvalue).toBeTruthy();
+    const [normal, dup] = await Promise.all([finishedBatch(action.id), finished(`dup-${action.id}`)]);
+    expect(normal.returnvalue).toMatchObject({ actions: 1 });
     expect(dup.returnvalue).toBeTruthy();
     expect(await counts(w.campaign.id, participant.id, action.id)).toEqual({
       participant: 1,
@@ -168,9 +179,12 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     stack.startWorker();
     const { w, action, participant } = await acceptOne();
     await enqueueActions(stack.deps.queues, [action.id]);
-    const first = await finished(action.id);
-    expect(first.returnvalue).toMatchObject({ id: action.id, status: 'APPLIED' });
-    expect(first.returnvalue.unlockedRewardIds).toHaveLength(1);
+    const first = await finishedBatch(action.id);
+    expect(first.returnvalue).toEqual({ actions: 1, applied: 1 });
+    expect(await counts(w.campaign.id, participant.id, action.id)).toMatchObject({
+      status: 'APPLIED',
+      rewards: 1,
+    });
 
     await addJob(`again-${action.id}`, { actionId: action.id });
     const again = await finished(`again-${action.id}`);
@@ -230,7 +244,10 @@ describe('a job that fails', () => {
     const queue = new Queue(JOBS['loyalty-action.apply'].queue, { connection: stack.redis, prefix });
     const worker = new Worker(
       JOBS['loyalty-action.apply'].queue,
-      dispatchByName<'worker'>({ 'loyalty-action.apply': applyLoyaltyAction(batcher) }),
+      dispatchByName<'worker'>({
+        'loyalty-action.apply': applyLoyaltyAction(batcher),
+        'loyalty-actions.apply': applyLoyaltyActions(batcher),
+      }),
       {
         connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
         prefix,

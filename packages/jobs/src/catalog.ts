@@ -22,6 +22,22 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /**
+   * Actions accepted together (one group commit of the API, or one call of `enqueueActions`), up to 64: the
+   * worker's batches take them as if each were its own job, and the queue handles one job instead of many.
+   * The relay re-queues a lost action as its own `loyalty-action.apply` job.
+   */
+  'loyalty-actions.apply': {
+    queue: 'loyalty-action-batches',
+    consumer: 'worker',
+    payload: z.strictObject({ actionIds: z.array(z.string().startsWith('act_')).min(1).max(64) }),
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 500 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
   /** Outbox events a worker just committed, to fan out to their endpoints (a sweep catches any this misses). */
   'webhook-events.fan-out': {
     queue: 'webhook-events',

@@ -156,13 +156,35 @@ export async function deferDeliveries(
   );
 }
 
-/** Puts accepted actions in the queue. The job id is the action id, so an action already queued is not added twice. */
+/** Most actions in one `loyalty-actions.apply` job. */
+export const ACTION_BATCH = 64;
+
+/**
+ * Puts accepted actions in the queue in one round trip: `loyalty-actions.apply` jobs of up to `ACTION_BATCH`
+ * actions each. Applying is idempotent (an action no longer QUEUED is skipped), so an action that reaches the
+ * queue twice (the relay found it late) is applied once.
+ */
 export function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
   return enqueue(
     queues,
-    'loyalty-action.apply',
-    actionIds.map((actionId) => ({ payload: { actionId }, jobId: actionId })),
+    'loyalty-actions.apply',
+    Array.from({ length: Math.ceil(actionIds.length / ACTION_BATCH) }, (_, i) => ({
+      payload: { actionIds: actionIds.slice(i * ACTION_BATCH, (i + 1) * ACTION_BATCH) },
+    })),
   );
+}
+
+/** The actions of every `loyalty-actions.apply` job waiting or running: not lost, only not applied yet. */
+export async function actionsInBatchJobs(queues: Queues): Promise<Set<string>> {
+  const jobs = await queues
+    .forJob('loyalty-actions.apply')
+    .getJobs(['waiting', 'prioritized', 'active', 'delayed']);
+  const ids = new Set<string>();
+  for (const job of jobs) {
+    if (job?.name !== 'loyalty-actions.apply') continue;
+    for (const id of (job.data as JobPayload<'loyalty-actions.apply'>).actionIds ?? []) ids.add(id);
+  }
+  return ids;
 }
 
 /** One side of the queue wiring: a Redis connection and the queues on it. */

@@ -1,5 +1,14 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { connectQueues, enqueue, isJobName, JOBS, type JobPayload, QUEUE_NAMES } from '../src/index';
+import {
+  connectQueues,
+  deferDeliveries,
+  enqueue,
+  enqueueActions,
+  isJobName,
+  JOBS,
+  type JobPayload,
+  QUEUE_NAMES,
+} from '../src/index';
 
 /**
  * The catalog's promise is at compile time: a job's name gives its payload type. The `@ts-expect-error`
@@ -45,6 +54,33 @@ describe('the job catalog', () => {
       ]);
       expect(waiting[0]!.opts.attempts).toBe(JOBS['loyalty-action.apply'].options.attempts);
       await producer.queues.forJob('loyalty-action.apply').obliterate({ force: true });
+    } finally {
+      await queues.close();
+    }
+  });
+  it('enqueueActions puts actions in batch jobs of up to 64, and deferDeliveries delays single jobs', async () => {
+    const prefix = `stampcard_test_catalog_${Date.now().toString(36)}_b`;
+    const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
+    try {
+      const { producer } = queues;
+      const ids = Array.from({ length: 150 }, (_, i) => `act_${String(i).padStart(3, '0')}`);
+      await enqueueActions(producer.queues, ids);
+      const waiting = await producer.queues.forJob('loyalty-actions.apply').getWaiting();
+      const batches = waiting.map((j) => (j.data as { actionIds: string[] }).actionIds);
+      expect(batches.map((b) => b.length).sort((a, b) => b - a)).toEqual([64, 64, 22]);
+      expect(batches.flat().sort()).toEqual(ids);
+      await enqueueActions(producer.queues, []);
+      expect(await producer.queues.forJob('loyalty-actions.apply').getWaitingCount()).toBe(3);
+
+      await deferDeliveries(producer.queues, [
+        { messageId: 'msg_a', generation: 2, delayMs: 60_000 },
+        { messageId: 'msg_a', generation: 2, delayMs: 60_000 },
+      ]);
+      const delayed = await producer.queues.forJob('webhook-message.deliver').getDelayed();
+      expect(delayed.map((j) => [j.id, j.data, j.opts.delay])).toEqual([
+        ['msg_a-2', { messageId: 'msg_a', generation: 2 }, 60_000],
+      ]);
+      for (const q of producer.queues.all) await q.obliterate({ force: true });
     } finally {
       await queues.close();
     }

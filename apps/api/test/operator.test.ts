@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { accounts, apiKeys, campaigns, events, rewards, users } from '@stampcard/db';
+import { QUEUE_NAMES } from '@stampcard/jobs';
 import { and, count, eq } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
@@ -796,12 +797,13 @@ describe('rewards', () => {
 });
 
 describe('queues', () => {
-  it('GET /admin/v1/queues lists loyalty-actions with counts that follow the queue', async () => {
+  it('GET /admin/v1/queues lists every queue with counts that follow it', async () => {
     const r = await op.get('/admin/v1/queues');
     expect(r.status).toBe(200);
-    const q = r.body.queues.find((x: { name: string }) => x.name === 'loyalty-actions');
+    expect(r.body.queues.map((x: { name: string }) => x.name).sort()).toEqual([...QUEUE_NAMES].sort());
+    const q = r.body.queues.find((x: { name: string }) => x.name === 'loyalty-action-batches');
     expect(q).toEqual({
-      name: 'loyalty-actions',
+      name: 'loyalty-action-batches',
       waiting: expect.any(Number),
       active: expect.any(Number),
       delayed: expect.any(Number),
@@ -809,7 +811,7 @@ describe('queues', () => {
       completed: expect.any(Number),
     });
 
-    // No worker runs in this stack: an accepted loyalty action waits in the queue.
+    // No worker runs in this stack: an accepted loyalty action waits in the queue (in a batch job).
     const acct = await newAccount();
     const c = await newCampaign(acct.id, { status: 'IN_PROGRESS' });
     const reward = await newReward(c.id);
@@ -820,7 +822,7 @@ describe('queues', () => {
     });
     expect(act.status).toBe(200);
     const after = ok(await op.get('/admin/v1/queues')).queues.find(
-      (x: { name: string }) => x.name === 'loyalty-actions',
+      (x: { name: string }) => x.name === 'loyalty-action-batches',
     );
     expect(after.waiting).toBe(q.waiting + 1);
   });

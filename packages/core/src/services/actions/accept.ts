@@ -2,9 +2,9 @@ import { loyaltyActions, type Metadata, participants, rewards } from '@stampcard
 import { and, eq } from 'drizzle-orm';
 import { assertLive, type Ctx, unitOfWork } from '../../context';
 import { DomainError, invalidState, notFound } from '../../errors';
-import { newId } from '../../ids';
 import type { CampaignRow } from '../../serialize';
 import { ensureParticipant, type NewParticipantInput, participantMatches } from '../participants';
+import { queuedActionRow } from './ledger';
 
 export type AcceptActionInput = {
   rewardId: string;
@@ -56,16 +56,14 @@ export async function acceptLoyaltyAction(
     .limit(1);
   if (!found) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
 
-  const newAction = (participantId: string) => ({
-    id: newId('action'),
-    campaignId: campaign.id,
-    participantId,
-    rewardId: input.rewardId,
-    status: 'QUEUED' as const,
-    metadata: input.metadata ?? null,
-    requestHash: input.requestHash ?? null,
-    createdAt: ctx.clock.now(),
-  });
+  const newAction = (participantId: string) =>
+    queuedActionRow(ctx, {
+      campaignId: campaign.id,
+      participantId,
+      rewardId: input.rewardId,
+      metadata: input.metadata,
+      requestHash: input.requestHash,
+    });
   try {
     if (found.participant) {
       // The common case is a single statement: no transaction round trips.

@@ -3,6 +3,7 @@ import type { CampaignRow } from '../../serialize';
 import type { ActionView } from '../../views';
 import { loadCampaignFor, type Principal } from '../auth';
 import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
+import { enqueueAccepted } from './ledger';
 import { type AppliedSignal, waitForAction } from './read';
 
 /** Where accepted actions go to be applied: the job queue in the service, anything in a test or an import. */
@@ -69,11 +70,7 @@ export async function triggerLoyaltyAction(
     createdAt: action.createdAt.getTime(),
   };
   opts.onRecorded?.({ success: true, message: `${message}; not applied yet`, action: accepted });
-  try {
-    await ports.queue.enqueue([action.id]);
-  } catch (err) {
-    ports.onEnqueueError(err, action.id);
-  }
+  await enqueueAccepted(ports, [action.id]);
   if (!opts.wait) return { success: true, message, action: accepted };
   const state = await waitForAction(ctx, campaign.id, action.id, ports.maxWaitMs ?? 10_000, ports.applied);
   return {

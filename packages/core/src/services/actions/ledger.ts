@@ -1,0 +1,62 @@
+import { loyaltyActions, type Metadata } from '@stampcard/db';
+import type { Ctx } from '../../context';
+import { newId } from '../../ids';
+import type { ActionRow } from '../../serialize';
+import type { TriggerPorts } from './trigger';
+
+/** A loyalty action to record in the ledger, QUEUED for the worker. */
+export type QueuedActionInput = {
+  campaignId: string;
+  participantId: string;
+  rewardId: string;
+  metadata?: Metadata | null;
+  /**
+   * Identifies the request (key, method, path, body) for the 409 of an identical one in flight. Only a trigger
+   * has one: actions a request makes several of (points conversions) leave it null, which the in-flight index
+   * (`loyalty_actions_inflight_uq`, on non-null hashes of QUEUED rows) ignores.
+   */
+  requestHash?: string | null;
+};
+
+/** The ledger row of a newly accepted action: a new id, QUEUED, created now. */
+export function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loyaltyActions.$inferInsert {
+  return {
+    id: newId('action'),
+    campaignId: input.campaignId,
+    participantId: input.participantId,
+    rewardId: input.rewardId,
+    status: 'QUEUED',
+    metadata: input.metadata ?? null,
+    requestHash: input.requestHash ?? null,
+    createdAt: ctx.clock.now(),
+  };
+}
+
+/**
+ * Writes accepted actions to the ledger, QUEUED, in one statement, on `ctx.db` (the caller's transaction when
+ * it has one). Once that commits they are the record: the caller enqueues them (`enqueueAccepted`), and the
+ * relay queues any whose enqueue was lost.
+ */
+export async function recordQueuedActions(ctx: Ctx, inputs: QueuedActionInput[]): Promise<ActionRow[]> {
+  if (inputs.length === 0) return [];
+  return ctx.db
+    .insert(loyaltyActions)
+    .values(inputs.map((input) => queuedActionRow(ctx, input)))
+    .returning();
+}
+
+/** What enqueuing needs: the queue, and who is told when it fails. */
+export type EnqueuePorts = Pick<TriggerPorts, 'queue' | 'onEnqueueError'>;
+
+/**
+ * Hands committed actions to the worker. A failure loses nothing (the ledger rows are committed and the relay
+ * queues them later): each action is reported to `onEnqueueError` and the caller goes on.
+ */
+export async function enqueueAccepted(ports: EnqueuePorts, actionIds: string[]): Promise<void> {
+  if (actionIds.length === 0) return;
+  try {
+    await ports.queue.enqueue(actionIds);
+  } catch (err) {
+    for (const id of actionIds) ports.onEnqueueError(err, id);
+  }
+}

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { FORBIDDEN_METADATA_KEYS, MAX_POINTS_CONVERSIONS } from '@stampcard/core';
 import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
 import { emailSchema, int, metadataSchema, PG_INT_MIN } from '../../lib/schemas';
 
@@ -35,11 +36,24 @@ export const antiFraudSchema = z.strictObject({
   ipThrottle: int(0).optional(),
 });
 
-export const pointsConversionSchema = z.strictObject({
-  metadataKey: z.string().min(1).max(255),
-  threshold: z.number().positive().max(Number.MAX_SAFE_INTEGER),
-  rewardId: z.string().min(1).max(64),
-});
+export const pointsConversionSchema = z
+  .strictObject({
+    metadataKey: z
+      .string()
+      .min(1)
+      .max(255)
+      .refine((k) => !FORBIDDEN_METADATA_KEYS.has(k), { message: 'this key is not allowed' })
+      .openapi({ description: 'The metadata key holding the points (a key `metadataIncrement` can name)' }),
+    threshold: z.number().positive().max(Number.MAX_SAFE_INTEGER).openapi({
+      description: 'Points per loyalty action: each time the value reaches it, it is subtracted',
+    }),
+    rewardId: z.string().min(1).max(64).openapi({
+      description: 'A reward of this campaign: one loyalty action is counted for it per conversion',
+    }),
+  })
+  .openapi({
+    description: `Points scheme (seed rule 5): a \`metadataIncrement\` of \`metadataKey\` that makes it reach \`threshold\` converts it into loyalty actions for \`rewardId\` (at most ${MAX_POINTS_CONVERSIONS} per update)`,
+  });
 
 const campaignFields = {
   name: z.string().min(1).max(255),

@@ -1,6 +1,7 @@
 export * from './ensure';
 export * from './list';
 export * from './lookup';
+export * from './points';
 export * from './remove';
 export * from './show';
 export * from './update';

@@ -3,9 +3,12 @@ import { and, eq, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { type ValidationIssue, validationError } from '../../errors';
 import type { EventData } from '../../event-schemas';
+import { dueConversion } from '../../rules/points';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
+import { type EnqueuePorts, enqueueAccepted } from '../actions/ledger';
 import { recordEvents } from '../events';
 import { normaliseEmail, participantMatches, participantNotFound } from './lookup';
+import { convertPoints } from './points';
 
 /** The contract's metadata limits (section 1), held by the stored metadata after every change. */
 export const METADATA_LIMITS = { maxKeys: 100, maxBytes: 16 * 1024 } as const;
@@ -19,6 +22,18 @@ export type ParticipantPatch = {
   metadata?: Metadata;
   /** Numbers added to the stored ones (a key absent or null counts as 0), in SQL, by the one UPDATE. */
   metadataIncrement?: Record<string, number>;
+};
+
+/** A participant update's outcome: the participant as stored, and the loyalty actions its points became. */
+export type ParticipantUpdated = {
+  participant: ParticipantRow;
+  /** Ids of the loyalty actions a points conversion recorded (QUEUED, enqueued), oldest first; usually none. */
+  loyaltyActionIds: string[];
+};
+
+export type UpdateParticipantPorts = EnqueuePorts & {
+  /** Told once the update has committed, before its actions are enqueued: what to answer if time runs out. */
+  onRecorded?: (updated: ParticipantUpdated) => void;
 };
 
 type Field = EventData<'PARTICIPANT_UPDATED'>['changed'][number];
@@ -102,16 +117,20 @@ function checkStoredMetadata(after: Metadata | null, increments: [string, number
  * Changes a participant (API update): profile fields, `email` (normalised; one another participant of the
  * campaign has is a 400 naming `email`), `metadata` merged and `metadataIncrement` added in SQL. One
  * transaction: the participant's row is locked, an increment of a stored value that is not a number is
- * refused before anything is written, the UPDATE computes the new metadata, a result past the metadata
- * limits rolls it back (400), and `PARTICIPANT_UPDATED` (naming the fields whose value changed; none when
- * nothing did) commits with it. Answers the participant as stored.
+ * refused before anything is written, the UPDATE computes the new metadata, the campaign's points conversion
+ * runs when the increment made its key reach the threshold (`convertPoints`: value decremented, loyalty
+ * actions recorded), a result past the metadata limits rolls it all back (400), and `PARTICIPANT_UPDATED`
+ * (naming the fields whose value changed; none when nothing did) commits with it. After the commit the
+ * conversion's actions are enqueued through `ports`, as a trigger's are. Answers the participant as stored
+ * and the ids of those actions.
  */
 export async function updateParticipant(
   ctx: Ctx,
+  ports: UpdateParticipantPorts,
   campaign: CampaignRow,
   idOrEmail: string,
   patch: ParticipantPatch,
-): Promise<ParticipantRow> {
+): Promise<ParticipantUpdated> {
   const merge = Object.entries(patch.metadata ?? {});
   const increments = Object.entries(patch.metadataIncrement ?? {});
   const given = Object.entries(patch).filter(([, v]) => v !== undefined);
@@ -133,7 +152,7 @@ export async function updateParticipant(
   if (inputIssues.length > 0) throw validationError(inputIssues);
 
   const now = ctx.clock.now();
-  return unitOfWork(ctx, async (tx) => {
+  const updated = await unitOfWork(ctx, async (tx): Promise<ParticipantUpdated> => {
     const { db } = tx;
     const [before] = await db
       .select()
@@ -187,6 +206,13 @@ export async function updateParticipant(
       throw err;
     }
     if (!after) throw participantNotFound(campaign.id, idOrEmail);
+    const conversion = dueConversion(
+      campaign,
+      increments.map(([key]) => key),
+      after.metadata,
+    );
+    const converted = conversion ? await convertPoints(tx, campaign.id, after.id, conversion) : null;
+    if (converted) after = { ...after, metadata: converted.metadata };
     checkStoredMetadata(after.metadata, increments);
 
     const changed = changedFields(before, after);
@@ -203,6 +229,9 @@ export async function updateParticipant(
         },
       ]);
     }
-    return after;
+    return { participant: after, loyaltyActionIds: converted?.actionIds ?? [] };
   });
+  ports.onRecorded?.(updated);
+  await enqueueAccepted(ports, updated.loyaltyActionIds);
+  return updated;
 }

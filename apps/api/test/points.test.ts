@@ -126,6 +126,27 @@ describe('points conversion on metadataIncrement', () => {
     expect((await participantRow(p.id)).loyaltyActionCount).toBe(3);
   });
 
+  it('sends no PARTICIPANT_UPDATED when the value ends where it began; LOYALTY_ACTION_APPLIED follows per action', async () => {
+    const w = await pointsWorld();
+    const p = await added(w, { points: 3 });
+    const r = await increment(w, p.id, { points: 20 });
+    expect(r.body.metadata).toEqual({ points: 3 });
+    const ids = actionIds(r);
+    expect(ids).toHaveLength(2);
+    await allApplied(p.id, 2);
+    const rows = await stack.ctx.db
+      .select()
+      .from(events)
+      .where(eq(events.campaignId, w.campaign.id))
+      .orderBy(asc(events.seq));
+    expect(rows.filter((e) => e.type === 'PARTICIPANT_UPDATED')).toEqual([]);
+    const applied = rows
+      .filter((e) => e.type === 'LOYALTY_ACTION_APPLIED')
+      .map((e) => EVENT_SCHEMAS.LOYALTY_ACTION_APPLIED.parse(e.data));
+    expect(applied.map((e) => e.action.id).sort()).toEqual([...ids].sort());
+    expect(applied.every((e) => e.participant.id === p.id && e.action.rewardId === w.reward.id)).toBe(true);
+  });
+
   it('converts nothing below the threshold, then converts on the increment that reaches it exactly', async () => {
     const w = await pointsWorld();
     const p = await added(w);

@@ -14,7 +14,7 @@ export const FORBIDDEN_METADATA_KEYS: ReadonlySet<string> = new Set([
   'prototype',
 ]);
 
-/** The `metadata` a loyalty action made by a points conversion carries (visible on the action and its events). */
+/** The `metadata` a points conversion's loyalty action is recorded with in the ledger: where it came from. */
 export const pointsActionMetadata = (c: PointsConversion) => ({
   source: 'POINTS_CONVERSION',
   metadataKey: c.metadataKey,

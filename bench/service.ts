@@ -108,6 +108,9 @@ export async function waitHttpOk(url: string, timeoutMs: number, alive: () => vo
   });
 }
 
+/** The V8 old-space cap every service process runs with (package.json's start scripts, docker-compose.yml). */
+export const HEAP_CAP = '--max-old-space-size=160';
+
 /**
  * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
  * each process writes its profiles to `bench/results/profiles/<name>/` (api1, worker1, dispatcher1…): the
@@ -144,7 +147,8 @@ export class ServiceRunner {
   async start(role: Role): Promise<ServiceProcess> {
     const port = role === 'api' ? await freePort() : null;
     const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
-    const child = spawnNode(name, [...profileFlags(role, name), 'scripts/start.ts', role], {
+    // As `npm run start:<role>` and docker-compose.yml run it: the same heap cap (see README, Operating it).
+    const child = spawnNode(name, [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role], {
       ...this.env,
       ...(port ? { PORT: String(port) } : {}),
     });

@@ -48,6 +48,7 @@ const TAGS = [
   { name: 'Campaigns', description: 'Loyalty programs and their rewards' },
   { name: 'Participants', description: 'The people in a program' },
   { name: 'Loyalty actions', description: 'Counting actions towards rewards' },
+  { name: 'Form submissions', description: 'Reward forms participants send, and their review' },
   { name: 'Events', description: "A campaign's events, to reconcile what webhooks missed" },
   { name: 'Operator: accounts', description: 'Operator API: accounts, team members and API keys' },
   { name: 'Operator: campaigns', description: 'Operator API: campaigns, their settings and rewards' },

@@ -440,6 +440,44 @@ describe('answers match the document', () => {
     );
     conforms('GET', '/v1/campaign/{id}/events', feed);
 
+    // Form submissions: sent, listed, read, approved; another sent and rejected.
+    const formReward = await op.post(`/admin/v1/campaigns/${campaign.id}/rewards`, {
+      title: 'Review us',
+      conversionsRequired: 1,
+      submissionType: 'FORM',
+      submissionFormFields: [{ key: 'url', label: 'Review link', isRequired: true }],
+    });
+    expect(formReward.status).toBe(200);
+    const formPath = `/v1/campaign/${campaign.id}/participant/${email}/form-submission`;
+    const formBody = { rewardId: formReward.body.id, formData: { url: 'https://example.com/review' } };
+    const submissionPath = (id: string) => `/v1/campaign/${campaign.id}/form-submission/${id}`;
+    const sent = conforms(
+      'POST',
+      '/v1/campaign/{id}/participant/{idOrEmail}/form-submission',
+      await api.post(formPath, formBody),
+    );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/form-submissions',
+      await api.get(`/v1/campaign/${campaign.id}/form-submissions?status=UNREVIEWED`),
+    );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/form-submission/{submissionId}',
+      await api.get(submissionPath(sent.id)),
+    );
+    conforms(
+      'POST',
+      '/v1/campaign/{id}/form-submission/{submissionId}/approve',
+      await api.post(`${submissionPath(sent.id)}/approve`),
+    );
+    const resent = await api.post(formPath, formBody);
+    conforms(
+      'POST',
+      '/v1/campaign/{id}/form-submission/{submissionId}/reject',
+      await api.post(`${submissionPath(resent.body.id)}/reject`),
+    );
+
     // A participant's rewards: listed and fulfilled; then, under manual approval, one approved, one removed.
     const earned = conforms(
       'GET',

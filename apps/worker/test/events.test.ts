@@ -56,6 +56,13 @@ describe('event schemas', () => {
       metadataIncrement: { n: 1 },
     });
     expect(updated.status).toBe(200);
+    const form = await api.post(`/v1/campaign/${w.campaign.id}/participant/${email}/form-submission`, {
+      rewardId: w.reward.id,
+      formData: { address: '1 Main St' },
+    });
+    expect(form.status).toBe(200);
+    const reviewed = await api.post(`/v1/campaign/${w.campaign.id}/form-submission/${form.body.id}/reject`);
+    expect(reviewed.status).toBe(200);
     const typesOf = async () =>
       (
         await stack.ctx.db
@@ -82,7 +89,7 @@ describe('event schemas', () => {
           .from(events)
           .where(eq(events.campaignId, w.campaign.id))
           .orderBy(asc(events.seq)),
-      (list) => list.length >= 10,
+      (list) => list.length >= 12,
     );
     const seen = new Set<EmittedEventType>();
     for (const row of rows) {
@@ -100,6 +107,8 @@ describe('event schemas', () => {
         'PARTICIPANT_REACHED_A_GOAL',
         'LOYALTY_ACTION_APPLIED',
         'PARTICIPANT_UPDATED',
+        'PARTICIPANT_SUBMITTED_REWARD_FORM',
+        'REWARD_FORM_REVIEWED',
         'PARTICIPANT_REACHED_A_GOAL',
         'PARTICIPANT_REWARD_FULFILLED',
         'PARTICIPANT_REWARD_FULFILLED',

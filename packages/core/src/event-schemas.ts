@@ -1,17 +1,39 @@
 import { z } from 'zod';
-import { ActionView, CampaignRef, ParticipantRewardWithRewardView, ParticipantView } from './views';
+import {
+  ActionView,
+  CampaignRef,
+  FormSubmissionView,
+  ParticipantRewardWithRewardView,
+  ParticipantView,
+} from './views';
 
 /**
  * One zod schema per event type: the `data` of each event in the outbox, and so of each webhook. Emitters
  * build `NewEvent`s, whose `data` type comes from here, so an emitter cannot write a shape its schema does
  * not describe; receivers, the dispatcher and tests parse with the same schemas.
  *
- * Only the types something emits have a schema. The contract's other types
- * (`PARTICIPANT_FRAUD_STATUS_UPDATED`, `PARTICIPANT_SUBMITTED_REWARD_FORM`, `REWARD_FORM_REVIEWED`) get
- * theirs with the feature that emits them: until then they cannot be emitted.
+ * Only the types something emits have a schema. The contract's other type (`PARTICIPANT_FRAUD_STATUS_UPDATED`)
+ * gets its own with the feature that emits it: until then it cannot be emitted.
  */
 export const EVENT_SCHEMAS = {
   NEW_PARTICIPANT_ADDED: z.strictObject({ participant: ParticipantView, campaign: CampaignRef }),
+  /** A participant sent a reward's form: it waits for review (UNREVIEWED). */
+  PARTICIPANT_SUBMITTED_REWARD_FORM: z.strictObject({
+    formSubmission: FormSubmissionView,
+    participant: ParticipantView,
+    campaign: CampaignRef,
+  }),
+  /**
+   * A form submission was reviewed: `approved` true counted a loyalty action for its reward (`loyaltyActionId`,
+   * applied by the worker, so the unlock rule decides), false unlocked nothing.
+   */
+  REWARD_FORM_REVIEWED: z.strictObject({
+    formSubmission: FormSubmissionView,
+    participant: ParticipantView,
+    campaign: CampaignRef,
+    approved: z.boolean(),
+    loyaltyActionId: z.string().nullable(),
+  }),
   /** The API changed a participant: `changed` names the fields whose value changed, `participant` is as stored after. */
   PARTICIPANT_UPDATED: z.strictObject({
     participant: ParticipantView,

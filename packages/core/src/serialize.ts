@@ -1,9 +1,17 @@
-import type { campaigns, loyaltyActions, participantRewards, participants, rewards } from '@stampcard/db';
+import type {
+  campaigns,
+  formSubmissions,
+  loyaltyActions,
+  participantRewards,
+  participants,
+  rewards,
+} from '@stampcard/db';
 import { monthKey } from './clock';
 import { monthlyCountersAt } from './rules/months';
 import type {
   ActionView,
   CampaignRef,
+  FormSubmissionView,
   ParticipantRewardView,
   ParticipantRewardWithRewardView,
   ParticipantView,
@@ -15,6 +23,7 @@ export type RewardRow = typeof rewards.$inferSelect;
 export type ParticipantRow = typeof participants.$inferSelect;
 export type ParticipantRewardRow = typeof participantRewards.$inferSelect;
 export type ActionRow = typeof loyaltyActions.$inferSelect;
+export type FormSubmissionRow = typeof formSubmissions.$inferSelect;
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
@@ -176,4 +185,19 @@ export function serializeAction(a: ActionRow, unlocked?: ParticipantRewardRow[])
   if (unlocked) out.unlockedRewards = unlocked.map(serializeParticipantReward);
   if (a.reason) out.reason = a.reason;
   return out;
+}
+
+/** A form submission as the API and webhooks show it; the participant's email travels with it. */
+export function serializeFormSubmission(s: FormSubmissionRow, participantEmail: string): FormSubmissionView {
+  return {
+    id: s.id,
+    participantId: s.participantId,
+    participantEmail,
+    rewardId: s.rewardId,
+    status: s.status,
+    // The keys are the reward's field keys, checked on the way in; kept off any prototype all the same.
+    formData: Object.assign(Object.create(null) as Record<string, string>, s.formData),
+    createdAt: s.createdAt.getTime(),
+    reviewedAt: s.reviewedAt ? s.reviewedAt.getTime() : null,
+  };
 }

@@ -1,6 +1,7 @@
 import {
   ACTION_STATUSES,
   CAMPAIGN_STATUSES,
+  FORM_SUBMISSION_STATUSES,
   FRAUD_RISK_LEVELS,
   PARTICIPANT_REWARD_STATUSES,
   PARTICIPANT_SOURCES,
@@ -76,6 +77,19 @@ export const ParticipantRewardView = z.strictObject({
   createdAt: time,
 });
 export type ParticipantRewardView = z.infer<typeof ParticipantRewardView>;
+
+/** The seed's ParticipantRewardFormSubmission, with when it was sent and reviewed. */
+export const FormSubmissionView = z.strictObject({
+  id: z.string(),
+  participantId: z.string(),
+  participantEmail: z.string(),
+  rewardId: z.string(),
+  status: z.enum(FORM_SUBMISSION_STATUSES),
+  formData: z.record(z.string(), z.string()),
+  createdAt: time,
+  reviewedAt: time.nullable(),
+});
+export type FormSubmissionView = z.infer<typeof FormSubmissionView>;
 
 /** In webhooks a ParticipantReward also carries the details of its program Reward. */
 export const ParticipantRewardWithRewardView = z.strictObject({

@@ -4,6 +4,7 @@ import {
   CampaignRef as CampaignRefView,
   type EmittedEventType,
   EVENT_SCHEMAS,
+  FormSubmissionView,
   ParticipantRewardView,
   ParticipantRewardWithRewardView,
   ParticipantView,
@@ -155,3 +156,8 @@ const [firstEvent, ...otherEvents] = (Object.keys(EVENT_SCHEMAS) as EmittedEvent
 
 /** An event of the pull feed: `{ id, type, timestamp, data }`, `data` as the schema of its type says. */
 export const FeedEvent = z.discriminatedUnion('type', [firstEvent, ...otherEvents]);
+
+export const FormSubmission = named(FormSubmissionView, 'FormSubmission', {
+  description:
+    "A reward's form as a participant sent it (the seed's ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected",
+});

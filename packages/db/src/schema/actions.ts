@@ -99,7 +99,12 @@ export const formSubmissions = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     reviewedAt: timestamp('reviewed_at', { withTimezone: true, mode: 'date' }),
   },
-  (t) => [index('form_submissions_campaign_idx').on(t.campaignId, t.status)],
+  (t) => [
+    index('form_submissions_campaign_idx').on(t.campaignId, t.status),
+    // The list's order (oldest first, then id byte-wise), and the one-UNREVIEWED check of a participant.
+    index('form_submissions_campaign_created_idx').on(t.campaignId, t.createdAt, sql`${t.id} collate "C"`),
+    index('form_submissions_participant_reward_idx').on(t.participantId, t.rewardId, t.status),
+  ],
 );
 
 /** PostgreSQL's 64-bit transaction id (`xid8`), read as a decimal string. */

@@ -2,6 +2,10 @@ import type { App } from '../../env';
 import { registerGetCampaign } from './campaigns/get-campaign';
 import { registerListCampaigns } from './campaigns/list-campaigns';
 import { registerListEvents } from './events/list-events';
+import { registerGetFormSubmission } from './form-submissions/get-form-submission';
+import { registerListFormSubmissions } from './form-submissions/list-form-submissions';
+import { registerReviewFormSubmission } from './form-submissions/review-form-submission';
+import { registerSubmitForm } from './form-submissions/submit-form';
 import { registerGetLoyaltyAction } from './loyalty-actions/get-loyalty-action';
 import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-action';
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
@@ -34,4 +38,8 @@ export function registerV1(app: App) {
   registerApproveReward(app);
   registerFulfilReward(app);
   registerDeleteReward(app);
+  registerSubmitForm(app);
+  registerListFormSubmissions(app);
+  registerGetFormSubmission(app);
+  registerReviewFormSubmission(app);
 }

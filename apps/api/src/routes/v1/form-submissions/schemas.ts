@@ -1,0 +1,52 @@
+import { z } from '@hono/zod-openapi';
+import { FORM_SUBMISSION_STATUSES } from '@stampcard/db';
+import { campaignIdParam } from '../../../lib/schemas';
+import { FormSubmission } from '../../../lib/views';
+
+/** Shared by the form submission routes. */
+
+export const submissionParams = z.object({
+  id: campaignIdParam,
+  submissionId: z
+    .string()
+    .min(1)
+    .max(64)
+    .openapi({ param: { name: 'submissionId', in: 'path' }, example: 'fsub_3kQ9aZ7xY2bC4dE6fG8h' }),
+});
+
+/** A field's key, as a reward's form names it, and what the participant wrote. */
+const fieldKey = z.string().min(1).max(100);
+const fieldValue = z.string().max(5000);
+
+export const SubmitFormBody = z
+  .strictObject({
+    rewardId: z.string().min(1).max(64).openapi({ description: 'The reward whose form this is' }),
+    formData: z
+      .record(fieldKey, fieldValue)
+      .refine((d) => Object.keys(d).length <= 50, { message: 'formData has at most 50 fields' })
+      .openapi({
+        description:
+          "The answers, by the `key` of the reward's `submissionFormFields`: every visible field marked `isRequired`, no key the form does not have",
+        example: { handle: '@ada', postUrl: 'https://example.com/post/1' },
+      }),
+  })
+  .openapi('SubmitRewardForm');
+
+export const formSubmissionListQuery = z.strictObject({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  nextId: z.string().min(1).max(64).optional().openapi({ description: 'The `nextId` of the previous page' }),
+  status: z.enum(FORM_SUBMISSION_STATUSES).optional(),
+  rewardId: z.string().min(1).max(64).optional(),
+});
+
+/** `listFormSubmissions`. */
+export const FormSubmissionPage = z
+  .strictObject({
+    formSubmissions: z.array(FormSubmission),
+    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    nextId: z.string().nullable().openapi({
+      description: 'The `nextId` of the next page: the id of its first submission (null on the last page)',
+    }),
+    more: z.boolean().openapi({ description: 'Whether another page follows' }),
+  })
+  .openapi('FormSubmissionPage');

@@ -1,0 +1,3 @@
+export * from './read';
+export * from './review';
+export * from './submit';

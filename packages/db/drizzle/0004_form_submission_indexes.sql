@@ -1,0 +1,2 @@
+CREATE INDEX "form_submissions_campaign_created_idx" ON "form_submissions" USING btree ("campaign_id","created_at","id" collate "C");--> statement-breakpoint
+CREATE INDEX "form_submissions_participant_reward_idx" ON "form_submissions" USING btree ("participant_id","reward_id","status");

@@ -754,12 +754,70 @@ describe('rewards', () => {
       { submissionFormFields: [{ key: 'a', colour: 'red' }] },
       'submissionFormFields.0.colour',
     ],
+    [
+      'a prototype form-field key',
+      { submissionFormFields: [{ key: '__proto__' }] },
+      'submissionFormFields.0.key',
+    ],
+    [
+      'a form-field key constructor',
+      { submissionFormFields: [{ key: 'a' }, { key: 'constructor' }] },
+      'submissionFormFields.1.key',
+    ],
+    [
+      'a form-field key with brackets',
+      { submissionFormFields: [{ key: 'a[b]' }] },
+      'submissionFormFields.0.key',
+    ],
+    ['an empty form-field key', { submissionFormFields: [{ key: '' }] }, 'submissionFormFields.0.key'],
+    [
+      'a form-field key of 101 letters',
+      { submissionFormFields: [{ key: 'k'.repeat(101) }] },
+      'submissionFormFields.0.key',
+    ],
+    [
+      'two form fields with one key',
+      { submissionFormFields: [{ key: 'url' }, { key: 'note' }, { key: 'url' }] },
+      'submissionFormFields.2.key',
+    ],
+    [
+      'a form of 51 fields',
+      { submissionFormFields: Array.from({ length: 51 }, (_, i) => ({ key: `f${i}` })) },
+      'submissionFormFields',
+    ],
     ['an unknown field', { points: 5 }, 'points'],
   ])('POST 400 for %s', async (_l, input, param) => {
     const acct = await newAccount();
     const c = await newCampaign(acct.id);
     expectValidation(await op.post(`/admin/v1/campaigns/${c.id}/rewards`, input), param);
     expect(await stack.ctx.db.select().from(rewards).where(eq(rewards.campaignId, c.id))).toHaveLength(0);
+  });
+
+  it('form-field keys: any script, digits, _ and -, up to 50 fields; PATCH holds them to the same rules', async () => {
+    const acct = await newAccount();
+    const c = await newCampaign(acct.id);
+    const fields = [
+      { key: 'Straße_1', isRequired: true },
+      { key: 'post-url' },
+      ...Array.from({ length: 48 }, (_, i) => ({ key: `f${i}` })),
+    ];
+    const r = ok(
+      await op.post(`/admin/v1/campaigns/${c.id}/rewards`, {
+        submissionType: 'FORM',
+        submissionFormFields: fields,
+      }),
+    );
+    expect(r.submissionFormFields).toEqual(fields);
+    const path = `/admin/v1/campaigns/${c.id}/rewards/${r.id}`;
+    expectValidation(
+      await op.patch(path, { submissionFormFields: [{ key: 'a' }, { key: 'a' }] }),
+      'submissionFormFields.1.key',
+    );
+    expectValidation(
+      await op.patch(path, { submissionFormFields: [{ key: 'prototype' }] }),
+      'submissionFormFields.0.key',
+    );
+    expect(ok(await op.get(`/admin/v1/campaigns/${c.id}`)).rewards[0].submissionFormFields).toEqual(fields);
   });
 
   it('form-encoded reward bodies are coerced', async () => {

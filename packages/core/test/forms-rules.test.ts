@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkFormData, DEFAULT_FORM_MESSAGES, visibleFields } from '../src/rules/forms';
+import { checkFormData, DEFAULT_FORM_MESSAGES, formFieldKeyProblem, visibleFields } from '../src/rules/forms';
 
 const fields = [
   { key: 'name', label: 'Name', isRequired: true },
@@ -37,5 +37,17 @@ describe('checkFormData (a reward form, pure)', () => {
       'formData.constructor',
     ]);
     expect(visibleFields(fields).map((f) => f.key)).toEqual(['name', 'url', 'note']);
+  });
+
+  it('form-field keys: letters of any script, digits, _ and -, 1 to 100 of them; never a prototype name', () => {
+    for (const key of ['url', 'postUrl', 'Straße_1', 'écrit-2', '名前', 'k'.repeat(100)]) {
+      expect(formFieldKeyProblem(key), key).toBeNull();
+    }
+    for (const key of ['__proto__', 'constructor', 'prototype']) {
+      expect(formFieldKeyProblem(key)).toBe('this key is not allowed');
+    }
+    for (const key of ['', 'a b', 'a.b', 'a[b]', 'k'.repeat(101), 'a\nb']) {
+      expect(formFieldKeyProblem(key), key).toMatch(/letters, digits/);
+    }
   });
 });

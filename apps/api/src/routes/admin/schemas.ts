@@ -1,5 +1,10 @@
 import { z } from '@hono/zod-openapi';
-import { FORBIDDEN_METADATA_KEYS, MAX_POINTS_CONVERSIONS } from '@stampcard/core';
+import {
+  FORBIDDEN_METADATA_KEYS,
+  formFieldKeyProblem,
+  MAX_FORM_FIELDS,
+  MAX_POINTS_CONVERSIONS,
+} from '@stampcard/core';
 import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
 import { emailSchema, int, metadataSchema, PG_INT_MIN } from '../../lib/schemas';
 
@@ -72,6 +77,17 @@ export const CampaignPatch = z
   .refine((v) => Object.keys(v).length > 0, { message: 'nothing to change' });
 
 const text = (max = 10_000) => z.string().max(max).nullable().optional();
+
+/** A form field's `key`: it becomes a key of submissions' `formData`, so it must be safe as one. */
+const formFieldKey = z
+  .string()
+  .superRefine((key, ctx) => {
+    const problem = formFieldKeyProblem(key);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .openapi({
+    description: '1 to 100 letters, digits, `_` or `-`; not `__proto__`, `constructor`, `prototype`',
+  });
 const url = z.url().max(2048).nullable().optional();
 
 const rewardFields = {
@@ -86,7 +102,7 @@ const rewardFields = {
   submissionFormFields: z
     .array(
       z.strictObject({
-        key: z.string().min(1).max(255),
+        key: formFieldKey,
         label: z.string().max(255).optional(),
         placeholder: z.string().max(255).optional(),
         type: z.string().max(50).optional(),
@@ -94,9 +110,21 @@ const rewardFields = {
         isVisible: z.boolean().optional(),
       }),
     )
-    .max(100)
+    .max(MAX_FORM_FIELDS)
+    .superRefine((fields, ctx) => {
+      const seen = new Set<string>();
+      fields.forEach((f, i) => {
+        if (seen.has(f.key)) {
+          ctx.addIssue({ code: 'custom', path: [i, 'key'], message: 'another field has this key' });
+        }
+        seen.add(f.key);
+      });
+    })
     .nullable()
-    .optional(),
+    .optional()
+    .openapi({
+      description: `The form a participant sends (submissionType FORM): at most ${MAX_FORM_FIELDS} fields, keys unique`,
+    }),
   submissionFormButtonText: text(255),
   submissionFormMessages: z
     .strictObject({

@@ -88,7 +88,8 @@ export async function submitRewardForm(
         participantId: participant.id,
         rewardId: reward.id,
         status: 'UNREVIEWED',
-        // Only the form's own field keys reach here (`checkFormData`).
+        // Only the form's own field keys reach here (`checkFormData`), and the operator API holds those to safe
+        // names. (Drizzle cannot bind a null-prototype object; the serializer answers one.)
         formData: input.formData,
         createdAt: now,
       })

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { FORBIDDEN_METADATA_KEYS, MAX_FORM_FIELDS, MAX_FORM_VALUE_LENGTH } from '@stampcard/core';
 import { FORM_SUBMISSION_STATUSES } from '@stampcard/db';
 import { campaignIdParam } from '../../../lib/schemas';
 import { FormSubmission } from '../../../lib/views';
@@ -14,16 +15,25 @@ export const submissionParams = z.object({
     .openapi({ param: { name: 'submissionId', in: 'path' }, example: 'fsub_3kQ9aZ7xY2bC4dE6fG8h' }),
 });
 
-/** A field's key, as a reward's form names it, and what the participant wrote. */
-const fieldKey = z.string().min(1).max(100);
-const fieldValue = z.string().max(5000);
+/**
+ * A field's key, as a reward's form names it (the reward's form decides which are known), and what the
+ * participant wrote. Prototype names never pass: the body parser refuses them first, this says so again.
+ */
+const fieldKey = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((k) => !FORBIDDEN_METADATA_KEYS.has(k), { message: 'this key is not allowed' });
+const fieldValue = z.string().max(MAX_FORM_VALUE_LENGTH);
 
 export const SubmitFormBody = z
   .strictObject({
     rewardId: z.string().min(1).max(64).openapi({ description: 'The reward whose form this is' }),
     formData: z
       .record(fieldKey, fieldValue)
-      .refine((d) => Object.keys(d).length <= 50, { message: 'formData has at most 50 fields' })
+      .refine((d) => Object.keys(d).length <= MAX_FORM_FIELDS, {
+        message: `formData has at most ${MAX_FORM_FIELDS} fields`,
+      })
       .openapi({
         description:
           "The answers, by the `key` of the reward's `submissionFormFields`: every visible field marked `isRequired`, no key the form does not have",

@@ -126,6 +126,32 @@ describe('submitting a form', () => {
     await expectRefused(() => submit(w, good(w), elsewhere.participantId), 404, 'NOT_FOUND');
   });
 
+  it('takes form-encoded answers (formData[key]=value) and keeps prototype names out', async () => {
+    const w = await formWorld();
+    const url = `/v1/campaign/${w.campaign.id}/participant/${encodeURIComponent(w.email)}/form-submission`;
+    for (const body of [
+      '{"rewardId":"x","formData":{"__proto__":{"handle":"a"}}}',
+      '{"rewardId":"x","formData":{"constructor":"a"}}',
+    ]) {
+      const refused = await expectRefused(
+        () => w.api.post(url, body, { 'content-type': 'application/json' }),
+        400,
+        'VALIDATION_ERROR',
+      );
+      expect(refused.errors[0].msg).toBe('this key is not allowed');
+    }
+    const encoded = new URLSearchParams({
+      rewardId: w.reward.id,
+      'formData[handle]': '@ada',
+      'formData[postUrl]': 'https://example.com/p/1',
+    }).toString();
+    const r = await w.api.post(url, encoded, { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(r.body.formData).toEqual({ handle: '@ada', postUrl: 'https://example.com/p/1' });
+    const stored = await w.api.get(`/v1/campaign/${w.campaign.id}/form-submission/${r.body.id}`);
+    expect(stored.body).toEqual(r.body);
+  });
+
   it('one UNREVIEWED submission per participant and reward, even when two arrive at once', async () => {
     const w = await formWorld();
     const both = await Promise.all([submit(w, good(w)), submit(w, good(w))]);
@@ -228,6 +254,38 @@ describe('listing and reading submissions', () => {
       'NOT_FOUND',
     );
     await expectRefused(() => other.api.get(base), 403, 'NOT_AUTHORIZED');
+    await expectRefused(
+      () => other.api.get(`/v1/campaign/${w.campaign.id}/form-submission/${theirs}`),
+      403,
+      'NOT_AUTHORIZED',
+    );
+    await expectRefused(
+      () => w.api.get(`/v1/campaign/${w.campaign.id}/form-submission/${'f'.repeat(65)}`),
+      400,
+      'VALIDATION_ERROR',
+    );
+  });
+});
+
+describe('removing the participant', () => {
+  it('takes its submissions with it: no longer listed, read or reviewable', async () => {
+    const w = await formWorld();
+    const sent = (await submit(w, good(w))).body;
+    const gone = await w.api.delete(`/v1/campaign/${w.campaign.id}/participant/${w.participantId}`);
+    expect(gone.status).toBe(200);
+    expect(await stack.ctx.db.$count(formSubmissions, eq(formSubmissions.id, sent.id))).toBe(0);
+    const list = await w.api.get(`/v1/campaign/${w.campaign.id}/form-submissions`);
+    expect(list.body).toMatchObject({ formSubmissions: [], nextId: null, more: false });
+    await expectRefused(
+      () => w.api.get(`/v1/campaign/${w.campaign.id}/form-submission/${sent.id}`),
+      404,
+      'NOT_FOUND',
+    );
+    await expectRefused(
+      () => w.api.post(`/v1/campaign/${w.campaign.id}/form-submission/${sent.id}/approve`),
+      404,
+      'NOT_FOUND',
+    );
   });
 });
 
@@ -310,13 +368,15 @@ describe('reviewing a submission', () => {
       );
     }
     const { key } = await makeUserWithKey(stack.ctx, w.account.id, { role: 'MEMBER' } as never);
-    await expectRefused(
-      () =>
-        client(inProcess(stack.app), key).post(
-          `/v1/campaign/${other.campaign.id}/form-submission/${theirs}/approve`,
-        ),
-      403,
-      'NOT_AUTHORIZED',
-    );
+    for (const verb of ['approve', 'reject']) {
+      await expectRefused(
+        () =>
+          client(inProcess(stack.app), key).post(
+            `/v1/campaign/${other.campaign.id}/form-submission/${theirs}/${verb}`,
+          ),
+        403,
+        'NOT_AUTHORIZED',
+      );
+    }
   });
 });

@@ -1,5 +1,8 @@
+import { createApp } from '@stampcard/api';
+import { createLogger } from '@stampcard/config';
 import { EVENT_SCHEMAS, updateCampaign } from '@stampcard/core';
 import { events, formSubmissions, loyaltyActions } from '@stampcard/db';
+import { createQueues, createRedis } from '@stampcard/jobs';
 import { and, asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
@@ -323,6 +326,42 @@ describe('reviewing a submission', () => {
     const p = await w.api.get(`/v1/campaign/${w.campaign.id}/participant/${w.participantId}`);
     expect(p.body).toMatchObject({ loyaltyActionCount: 2 });
     expect(p.body.rewards).toHaveLength(1);
+  });
+
+  it('approval with the queue down: REVIEWED and the action in the ledger together; the relay queues it', async () => {
+    const logger = createLogger({ level: 'silent', name: 'form-submissions-test' });
+    const deadRedis = createRedis('redis://127.0.0.1:1', {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
+    deadRedis.on('error', () => {});
+    const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
+    try {
+      const w = await formWorld();
+      const sent = (await submit(w, good(w))).body;
+      const app = createApp({ ...stack.deps, redis: deadRedis, queues: deadQueues, logger });
+      const r = await client(inProcess(app), w.key).post(
+        `/v1/campaign/${w.campaign.id}/form-submission/${sent.id}/approve`,
+      );
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      expect(r.body.status).toBe('REVIEWED');
+      const actionId = r.headers.get('stampcard-loyalty-action-id')!;
+      const [queued] = await stack.ctx.db
+        .select()
+        .from(loyaltyActions)
+        .where(eq(loyaltyActions.id, actionId));
+      expect(queued!.status).toBe('QUEUED');
+      await stack.worker!.relay.runOnce();
+      const applied = await eventually(
+        () => w.api.get(`/v1/campaign/${w.campaign.id}/loyalty-action/${actionId}`),
+        (a) => a.body.status === 'APPLIED',
+      );
+      expect(applied.body.unlockedRewards).toHaveLength(1);
+    } finally {
+      await deadQueues.close().catch(() => {});
+      deadRedis.disconnect();
+    }
   });
 
   it('rejection unlocks nothing; a reviewed submission cannot be reviewed again', async () => {

@@ -1,4 +1,12 @@
-import { type Ctx, loadDeliveries, newId, systemClock } from '@stampcard/core';
+import {
+  type Ctx,
+  fanOutEvents,
+  loadDeliveries,
+  messageIdFor,
+  newId,
+  recordEvents,
+  systemClock,
+} from '@stampcard/core';
 import { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -23,6 +31,7 @@ async function endpointWithMessages(ctx: Ctx, n: number) {
     updatedAt: now,
   });
   const ids = Array.from({ length: n }, () => newId('webhookMessage'));
+  if (n === 0) return { endpointId, ids };
   await ctx.db.insert(webhookMessages).values(
     ids.map((id, i) => ({
       id,
@@ -99,5 +108,53 @@ describe('delivery batching', () => {
       .from(webhookMessages)
       .where(eq(webhookMessages.id, kept[0]!));
     expect(again!.attempts).toBe(1);
+  });
+  it('fan-out makes one message per wanting endpoint in one statement, with the id messageIdFor gives, once', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId } = await endpointWithMessages(ctx, 0);
+    const [endpoint] = await ctx.db
+      .select()
+      .from(webhookEndpoints)
+      .where(eq(webhookEndpoints.id, endpointId));
+    const picky = newId('webhookEndpoint');
+    const now = new Date();
+    await ctx.db.insert(webhookEndpoints).values({
+      id: picky,
+      campaignId: endpoint!.campaignId,
+      url: 'http://127.0.0.1:9/picky',
+      kind: 'NOTIFY',
+      eventTypes: ['CAMPAIGN_ENDED'],
+      enabled: false,
+      secret: endpoint!.secret,
+      createdAt: now,
+      updatedAt: now,
+    });
+    const [first, second] = await recordEvents(ctx, [
+      {
+        campaignId: endpoint!.campaignId,
+        type: 'CAMPAIGN_ENDED',
+        data: { campaign: { id: endpoint!.campaignId, name: 'c', status: 'COMPLETE', currencyISO: 'USD' } },
+      },
+      {
+        campaignId: endpoint!.campaignId,
+        type: 'CAMPAIGN_ENDED',
+        data: { campaign: { id: endpoint!.campaignId, name: 'c', status: 'COMPLETE', currencyISO: 'USD' } },
+      },
+    ]);
+    const out = await fanOutEvents(ctx, [first!, second!]);
+    expect(out.events).toBe(2);
+    // The disabled endpoint's messages are made and kept, but not scheduled.
+    expect(out.scheduled).toEqual([
+      { messageId: messageIdFor(first!, endpointId), generation: 0, endpointId },
+      { messageId: messageIdFor(second!, endpointId), generation: 0, endpointId },
+    ]);
+    const made = await ctx.db
+      .select({ id: webhookMessages.id })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.eventId, first!));
+    expect(made.map((m) => m.id).sort()).toEqual(
+      [messageIdFor(first!, endpointId), messageIdFor(first!, picky)].sort(),
+    );
+    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 0, scheduled: [] });
   });
 });

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { anyOf, events, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, eq, isNull, lte } from 'drizzle-orm';
+import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
-import { wantsEvent } from '../../rules/delivery';
 import type { Scheduled } from './messages';
 
 /** The id of an event's message to an endpoint: derived from both, so fanning out again finds the same row. */
@@ -18,10 +17,11 @@ export function messageIdFor(eventId: string, endpointId: string): string {
 export const FAN_OUT_BATCH = 500;
 
 /**
- * Fans outbox events out to their campaigns' endpoints, in one transaction: one message per (event, endpoint
- * that wants its type), created idempotently, then the events are marked dispatched. Events another
- * dispatcher is fanning out right now are skipped (it holds their rows). With `eventIds`, those events (a
- * worker's committed batch); without, the oldest undispatched ones (the sweep).
+ * Fans outbox events out to their campaigns' endpoints, in ONE statement: one message per (event, endpoint
+ * that wants its type), created idempotently (its id is `messageIdFor`, computed the same way in SQL), and the
+ * events marked dispatched. Events another dispatcher is fanning out right now are skipped (it holds their
+ * rows). With `eventIds`, those events (a worker's committed batch); without, the oldest undispatched ones (the
+ * sweep).
  *
  * An endpoint that is disabled gets its messages all the same: they wait for it to be enabled again. The
  * answer lists the new messages of enabled endpoints, for the caller to put in the delivery queue.
@@ -30,65 +30,38 @@ export async function fanOutEvents(
   ctx: Ctx,
   eventIds?: string[],
 ): Promise<{ events: number; scheduled: Scheduled[] }> {
-  return ctx.db.transaction(async (db) => {
-    const picked = await db
-      .select({ id: events.id, campaignId: events.campaignId, type: events.type })
-      .from(events)
-      .where(and(isNull(events.dispatchedAt), eventIds ? anyOf(events.id, eventIds) : undefined))
-      .orderBy(asc(events.seq))
-      .limit(FAN_OUT_BATCH)
-      .for('update', { skipLocked: true });
-    if (picked.length === 0) return { events: 0, scheduled: [] };
-    const now = ctx.clock.now();
-    const endpoints = await db
-      .select({
-        id: webhookEndpoints.id,
-        campaignId: webhookEndpoints.campaignId,
-        eventTypes: webhookEndpoints.eventTypes,
-        enabled: webhookEndpoints.enabled,
-      })
-      .from(webhookEndpoints)
-      .where(anyOf(webhookEndpoints.campaignId, [...new Set(picked.map((e) => e.campaignId))]));
-    const rows = picked.flatMap((e) =>
-      endpoints
-        .filter((ep) => ep.campaignId === e.campaignId && wantsEvent(ep, e.type))
-        .map((ep) => ({
-          id: messageIdFor(e.id, ep.id),
-          endpointId: ep.id,
-          campaignId: e.campaignId,
-          eventId: e.id,
-          eventType: e.type,
-          status: 'PENDING' as const,
-          nextAttemptAt: now,
-          createdAt: now,
-          updatedAt: now,
-        })),
-    );
-    const created =
-      rows.length === 0
-        ? []
-        : await db.insert(webhookMessages).values(rows).onConflictDoNothing().returning({
-            messageId: webhookMessages.id,
-            endpointId: webhookMessages.endpointId,
-            generation: webhookMessages.generation,
-          });
-    await db
-      .update(events)
-      .set({ dispatchedAt: now })
-      .where(
-        anyOf(
-          events.id,
-          picked.map((e) => e.id),
-        ),
-      );
-    const enabled = new Set(endpoints.filter((ep) => ep.enabled).map((ep) => ep.id));
-    return {
-      events: picked.length,
-      scheduled: created
-        .filter((m) => enabled.has(m.endpointId))
-        .map(({ messageId, generation, endpointId }) => ({ messageId, generation, endpointId })),
-    };
-  });
+  const now = ctx.clock.now().toISOString();
+  const which = eventIds ? sql`and e.id = any(${sql.param([...eventIds])}::text[])` : sql``;
+  const [row] = await ctx.db.execute<{ events: number; created: Scheduled[] | null }>(sql`
+    with picked as (
+      select e.id, e.seq, e.campaign_id, e.type from ${events} e
+      where e.dispatched_at is null ${which}
+      order by e.seq
+      limit ${FAN_OUT_BATCH}
+      for update skip locked
+    ), targets as (
+      select p.id as event_id, p.seq, p.campaign_id, p.type, ep.id as endpoint_id, ep.enabled
+      from picked p join ${webhookEndpoints} ep on ep.campaign_id = p.campaign_id
+      where cardinality(ep.event_types) = 0 or p.type = any(ep.event_types)
+    ), created as (
+      insert into ${webhookMessages}
+        (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
+      select ${ID_PREFIXES.webhookMessage} || substr(encode(sha256(convert_to(t.event_id || E'\n' || t.endpoint_id,
+          'UTF8')), 'hex'), 1, 24),
+        t.endpoint_id, t.campaign_id, t.event_id, t.type, 'PENDING', ${now}::timestamptz, ${now}::timestamptz,
+        ${now}::timestamptz
+      from targets t
+      on conflict do nothing
+      returning id, endpoint_id, event_id, generation
+    ), marked as (
+      update ${events} set dispatched_at = ${now}::timestamptz where id in (select id from picked) returning 1
+    )
+    select (select count(*) from marked)::int as events,
+      (select json_agg(json_build_object('messageId', c.id, 'generation', c.generation, 'endpointId', c.endpoint_id)
+         order by t.seq, c.endpoint_id)
+       from created c join targets t on t.event_id = c.event_id and t.endpoint_id = c.endpoint_id
+       where t.enabled) as created`);
+  return { events: row?.events ?? 0, scheduled: row?.created ?? [] };
 }
 
 /**

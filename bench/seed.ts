@@ -23,6 +23,23 @@ export const BENCH_RATE_LIMITS = {
 /** The i-th seeded participant's email (the same in every campaign). */
 export const participantEmail = (i: number) => `p${i}@bench.test`;
 
+/**
+ * The trigger the ingest and end-to-end loads send to `campaign`: the n-th request is for participant
+ * n mod `participants`, each body distinct (`metadata.n`).
+ */
+export function triggerRequest(apiKey: string, campaign: BenchCampaign, participants: number) {
+  return {
+    path: `/v1/campaign/${campaign.id}/loyalty-action`,
+    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+    body: (n: number) =>
+      JSON.stringify({
+        participantEmail: participantEmail(n % participants),
+        rewardId: campaign.rewardId,
+        metadata: { n },
+      }),
+  };
+}
+
 /** One call to the operator API; anything but a 2xx throws with the answer's body. */
 export async function operator(
   apiUrl: string,

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Bench } from '../context';
 import { type PacedResult, paced } from '../load';
-import { participantEmail } from '../seed';
+import { triggerRequest } from '../seed';
 import { settle } from '../settle';
 import { percentile, progress, round, until, withHeartbeat } from '../util';
 
@@ -42,14 +42,7 @@ export async function measureE2e(bench: Bench): Promise<E2eFigure> {
       rate: settings.e2e.rate,
       durationS: settings.e2e.durationS,
       connections: settings.e2e.connections,
-      path: `/v1/campaign/${campaign.id}/loyalty-action`,
-      headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
-      body: (n) =>
-        JSON.stringify({
-          participantEmail: participantEmail(n % settings.participants),
-          rewardId: campaign.rewardId,
-          metadata: { n },
-        }),
+      ...triggerRequest(seeded.apiKey, campaign, settings.participants),
       onOk: (json, at) => sentAt.set(json.action.id, at),
     }),
   );

@@ -1,7 +1,7 @@
 import { ingestBaseline } from '../baselines';
 import type { Bench } from '../context';
 import { type HammerOptions, type HammerResult, hammer } from '../load';
-import { participantEmail } from '../seed';
+import { triggerRequest } from '../seed';
 import { settle } from '../settle';
 import { progress, round, withHeartbeat } from '../util';
 
@@ -27,14 +27,7 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
     connections: settings.ingest.connections,
     durationS: settings.ingest.durationS,
     method: 'POST',
-    path: `/v1/campaign/${campaign.id}/loyalty-action`,
-    headers: { authorization: `Bearer ${seeded.apiKey}`, 'content-type': 'application/json' },
-    body: (n) =>
-      JSON.stringify({
-        participantEmail: participantEmail(n % settings.participants),
-        rewardId: campaign.rewardId,
-        metadata: { n },
-      }),
+    ...triggerRequest(seeded.apiKey, campaign, settings.participants),
   };
   const what = `${settings.ingest.connections} connections, ${settings.ingest.warmupS} s warm-up + ${settings.ingest.durationS} s`;
   await settle(bench, 'ingest');

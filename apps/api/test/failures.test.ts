@@ -1,29 +1,20 @@
 import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { createDb, loyaltyActions } from '@stampcard/db';
-import { createQueues, createRedis } from '@stampcard/jobs';
 import { eq } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { queueDown } from '../../../test/support/queue-down';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 const stack = useTestStack({ worker: false });
 const logger = createLogger({ level: 'silent', name: 'failures-test' });
-// Nothing listens on port 1: connections are refused at once.
-const deadRedis = createRedis('redis://127.0.0.1:1', {
-  maxRetriesPerRequest: 1,
-  enableOfflineQueue: false,
-  retryStrategy: () => null,
-});
-deadRedis.on('error', () => {});
-const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
+const down = queueDown();
+const { redis: deadRedis, queues: deadQueues } = down;
 
-afterAll(async () => {
-  await deadQueues.close().catch(() => {});
-  deadRedis.disconnect();
-});
+afterAll(() => down.close());
 
 describe('when a backing store is down', () => {
   it('PostgreSQL down: 503 UNAVAILABLE, and /ready says which store', async () => {

@@ -2,11 +2,11 @@ import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { EVENT_SCHEMAS, updateCampaign } from '@stampcard/core';
 import { events, formSubmissions, loyaltyActions } from '@stampcard/db';
-import { createQueues, createRedis } from '@stampcard/jobs';
 import { and, asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
 import { makeReward, makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { queueDown } from '../../../test/support/queue-down';
 import { refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 
@@ -330,17 +330,11 @@ describe('reviewing a submission', () => {
 
   it('approval with the queue down: REVIEWED and the action in the ledger together; the relay queues it', async () => {
     const logger = createLogger({ level: 'silent', name: 'form-submissions-test' });
-    const deadRedis = createRedis('redis://127.0.0.1:1', {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      retryStrategy: () => null,
-    });
-    deadRedis.on('error', () => {});
-    const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
+    const down = queueDown();
     try {
       const w = await formWorld();
       const sent = (await submit(w, good(w))).body;
-      const app = createApp({ ...stack.deps, redis: deadRedis, queues: deadQueues, logger });
+      const app = createApp({ ...stack.deps, redis: down.redis, queues: down.queues, logger });
       const r = await client(inProcess(app), w.key).post(
         `/v1/campaign/${w.campaign.id}/form-submission/${sent.id}/approve`,
       );
@@ -359,8 +353,7 @@ describe('reviewing a submission', () => {
       );
       expect(applied.body.unlockedRewards).toHaveLength(1);
     } finally {
-      await deadQueues.close().catch(() => {});
-      deadRedis.disconnect();
+      await down.close();
     }
   });
 

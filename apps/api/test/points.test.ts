@@ -2,11 +2,11 @@ import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { EVENT_SCHEMAS, MAX_POINTS_CONVERSIONS } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
-import { createQueues, createRedis } from '@stampcard/jobs';
 import { and, asc, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess, type Reply } from '../../../test/support/client';
 import { type makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { queueDown } from '../../../test/support/queue-down';
 import { refusals } from '../../../test/support/refused';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
@@ -322,15 +322,9 @@ describe('points conversion on metadataIncrement', () => {
 
   it('answers 200 with the actions recorded when the queue is down; the relay queues them and the worker applies them', async () => {
     const logger = createLogger({ level: 'silent', name: 'points-test' });
-    const deadRedis = createRedis('redis://127.0.0.1:1', {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      retryStrategy: () => null,
-    });
-    deadRedis.on('error', () => {});
-    const deadQueues = createQueues(deadRedis, 'stampcard_dead', () => {});
+    const down = queueDown();
     try {
-      const app = createApp({ ...stack.deps, redis: deadRedis, queues: deadQueues, logger });
+      const app = createApp({ ...stack.deps, redis: down.redis, queues: down.queues, logger });
       const w = await pointsWorld();
       const p = await added(w);
       const r = await client(inProcess(app), w.key).patch(one(w, p.id), {
@@ -342,8 +336,7 @@ describe('points conversion on metadataIncrement', () => {
       await stack.worker!.relay.runOnce();
       await allApplied(p.id, 2);
     } finally {
-      await deadQueues.close().catch(() => {});
-      deadRedis.disconnect();
+      await down.close();
     }
   });
 });

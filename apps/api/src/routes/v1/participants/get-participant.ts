@@ -1,8 +1,9 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { loadCampaignFor, requireParticipant, showParticipant } from '@stampcard/core';
 import type { App } from '../../../env';
-import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { errorResponses, okResponse } from '../../../lib/schemas';
 import { Participant } from '../../../lib/views';
+import { participantParams } from './schemas';
 
 const route = createRoute({
   method: 'get',
@@ -11,14 +12,7 @@ const route = createRoute({
   description: 'A path segment that contains `@` is an email; anything else is a participant id.',
   tags: ['Participants'],
   request: {
-    params: z.object({
-      id: campaignIdParam,
-      idOrEmail: z
-        .string()
-        .min(1)
-        .max(254)
-        .openapi({ param: { name: 'idOrEmail', in: 'path' }, example: 'ada@example.com' }),
-    }),
+    params: participantParams,
   },
   responses: { ...okResponse('The Participant object', Participant), ...errorResponses },
 });

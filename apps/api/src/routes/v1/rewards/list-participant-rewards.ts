@@ -1,7 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listParticipantRewards, loadCampaignFor, requireParticipant } from '@stampcard/core';
 import type { App } from '../../../env';
-import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { errorResponses, okResponse } from '../../../lib/schemas';
+import { participantParams } from '../participants/schemas';
 import { ParticipantRewardPage } from '../responses';
 
 const route = createRoute({
@@ -12,14 +13,7 @@ const route = createRoute({
     'A path segment that contains `@` is an email; anything else is a participant id. Page with `nextId` (the `nextId` of the previous page: the id of the first reward of the next one) while `more` is true; `limit` 1..100 (20).',
   tags: ['Participants'],
   request: {
-    params: z.object({
-      id: campaignIdParam,
-      idOrEmail: z
-        .string()
-        .min(1)
-        .max(254)
-        .openapi({ param: { name: 'idOrEmail', in: 'path' }, example: 'ada@example.com' }),
-    }),
+    params: participantParams,
     query: z.strictObject({
       limit: z.coerce.number().int().min(1).max(100).default(20),
       nextId: z.string().min(1).max(64).optional(),

@@ -14,6 +14,3 @@ export function connectPostgres(url: string, options: postgres.Options<Record<st
   parsed.searchParams.delete('host');
   return postgres(parsed.toString(), { ...options, host: socketDir });
 }
-
-/** Whether a database URL names a Unix socket (`?host=/dir`). */
-export const isSocketUrl = (url: string) => new URL(url).searchParams.get('host')?.startsWith('/') === true;

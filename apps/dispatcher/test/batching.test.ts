@@ -109,6 +109,27 @@ describe('delivery batching', () => {
       .where(eq(webhookMessages.id, kept[0]!));
     expect(again!.attempts).toBe(1);
   });
+  it('a batch write that fails is retried one success at a time, so only the one at fault fails', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 3);
+    const batching = createDeliveryBatching(ctx);
+    // Two successes carrying the same attempt id: the batch's one statement breaks the attempts' primary key.
+    const clash = success(ids[0]!, endpointId);
+    const results = await Promise.allSettled([
+      batching.writeSuccess(clash),
+      batching.writeSuccess({ ...success(ids[1]!, endpointId), id: clash.id }),
+      batching.writeSuccess(success(ids[2]!, endpointId)),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'fulfilled', 'rejected']);
+    const rows = await ctx.db
+      .select({ id: webhookMessages.id, status: webhookMessages.status })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.endpointId, endpointId));
+    // The one that kept the id and the one without a clash are recorded; the other is still PENDING, for a retry.
+    expect(rows.filter((r) => r.status === 'SUCCEEDED').map((r) => r.id)).toContain(ids[2]);
+    expect(rows.map((r) => r.status).sort()).toEqual(['PENDING', 'SUCCEEDED', 'SUCCEEDED']);
+  });
+
   it('fan-out makes one message per wanting endpoint in one statement, with the id messageIdFor gives, once', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId } = await endpointWithMessages(ctx, 0);

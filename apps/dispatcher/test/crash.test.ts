@@ -93,4 +93,33 @@ describe('a dispatcher killed mid-delivery', () => {
       await rx.close();
     }
   });
+  it('the sweep leaves alone overdue messages still waiting in a batch job, and re-queues them once that job is gone', async () => {
+    const rx = await startReceiver();
+    const deliveries = stack.deps.queues.forJob('webhook-messages.deliver');
+    try {
+      const dispatcher = stack.dispatcher ?? stack.startDispatcher();
+      const w = await goalWorld(stack);
+      const ep = await registerEndpoint(stack, w.campaign.id, {
+        url: rx.url,
+        eventTypes: ['LOYALTY_ACTION_APPLIED'],
+      });
+      // Deliveries wait: the fan-out makes the message and its batch job, which nobody takes yet.
+      await deliveries.pause();
+      await w.act();
+      const waiting = await eventually(
+        () => deliveries.getWaiting(),
+        (jobs) => jobs.some((j) => j.data.endpointId === ep.id),
+      );
+      // Overdue (no grace in tests), but not lost: its batch job is still there.
+      expect((await dispatcher.sweeper.runOnce()).requeued).toBe(0);
+      for (const job of waiting) await job.remove();
+      expect((await dispatcher.sweeper.runOnce()).requeued).toBe(1);
+      await deliveries.resume();
+      await rx.waitFor(1);
+      expect(rx.received).toHaveLength(1);
+    } finally {
+      await deliveries.resume();
+      await rx.close();
+    }
+  });
 });

@@ -12,7 +12,8 @@ const DIGITS = /^\d{1,15}$/;
  * requests without a stated body skip the check: nothing reads their body.
  *
  * (hono's `bodyLimit` alone would ask every request for its Web `ReadableStream`, which makes the Node
- * server build a full `Request` and stream adapter for each: a sixth of the API's CPU at full load.)
+ * server build a full `Request` and stream adapter for each: a sixth of the API's busy CPU at full ingest, in
+ * a `BENCH_CPU_PROF=api npm run bench -- --quick` profile.)
  */
 export function limitBody(
   maxBytes: number,

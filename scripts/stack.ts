@@ -2,6 +2,7 @@ import {
   type App,
   appliedSignal,
   createApp,
+  createRateLimiter,
   type Deps,
   type RunningApi,
   sharedLookupCache,
@@ -11,7 +12,7 @@ import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
 import { type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
-import { connectQueues, type QueueConnections } from '@stampcard/jobs';
+import { connectQueues, type QueueConnections, warnOnEvictionPolicy } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
 export type StackOptions = {
@@ -60,6 +61,11 @@ export type StackOptions = {
    * @defaultValue none
    */
   apiOverrides?: Partial<Deps>;
+  /**
+   * The clock of the rate limits' windows and leases (tests walk window edges with a manual one).
+   * @defaultValue Redis's own clock
+   */
+  limitsClock?: Clock;
 };
 
 export type Stack = {
@@ -111,6 +117,16 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       ttlMs: config.LOOKUP_CACHE_MS,
     }));
   const applied = apiDb && (await appliedSignal(queues.producer.redis, config.QUEUE_PREFIX, logger));
+  if (apiDb) await warnOnEvictionPolicy(queues.producer.redis, logger);
+  const limits =
+    apiDb &&
+    createRateLimiter({
+      redis: queues.producer.redis,
+      prefix: config.QUEUE_PREFIX,
+      logger,
+      timeoutMs: config.RATE_LIMIT_TIMEOUT_MS,
+      clock: opts.limitsClock,
+    });
   const deps: Deps | null = apiDb && {
     db: apiDb.db,
     redis: queues.producer.redis,
@@ -123,6 +139,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    limits: limits ?? undefined,
+    trustedProxyHops: config.TRUSTED_PROXY_HOPS,
     ...opts.apiOverrides,
   };
   const app = deps && createApp(deps);

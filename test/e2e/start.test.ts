@@ -1,45 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { rmSync, statSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client } from '../support/client';
+import { startProcess as start, waitForOutput as waitFor } from '../support/processes';
 import { startReceiver } from '../support/receiver';
 import { useTestDb } from '../support/use';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
-
-type Run = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
-
-function start(env: Record<string, string>, args = ['scripts/start.ts']): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout?.on('data', (d) => (out += d));
-  child.stderr?.on('data', (d) => (out += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-async function waitFor(run: Run, pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const m = run.output().match(pattern);
-    if (m) return m;
-    if (Date.now() > deadline || run.child.exitCode !== null)
-      throw new Error(`no ${pattern} in:\n${run.output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const db = useTestDb();
 

@@ -14,8 +14,26 @@ import {
 let seq = 0;
 const unique = () => `${Date.now().toString(36)}${(seq++).toString(36)}`;
 
+/**
+ * The limits test accounts get unless a test asks for others: high enough that tests which fire many
+ * requests, or many at once, are never slowed or refused. Tests of the limits pass `rateLimits: null` (the
+ * seed's defaults) or their own.
+ */
+export const TEST_RATE_LIMITS = {
+  second: 100_000,
+  minute: 100_000,
+  hour: 1_000_000,
+  concurrency: 1000,
+  slowdownAfter: 0,
+};
+
 export async function makeAccount(ctx: Ctx, overrides: Partial<AccountInput> = {}) {
-  return createAccount(ctx, { name: `Business ${unique()}`, plan: 'GROWTH', ...overrides });
+  return createAccount(ctx, {
+    name: `Business ${unique()}`,
+    plan: 'GROWTH',
+    rateLimits: TEST_RATE_LIMITS,
+    ...overrides,
+  });
 }
 
 /** A user with an API key; ADMIN unless told otherwise. */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { App, Deps } from '@stampcard/api';
-import { createLogger, loadConfig } from '@stampcard/config';
+import { createLogger, type Logger, loadConfig } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
 import type { StampcardDispatcher } from '@stampcard/dispatcher';
 import type { StampcardWorker } from '@stampcard/worker';
@@ -63,6 +63,12 @@ export type TestStackOptions = {
   endpointConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
   overdueGraceMs?: number;
+  /** The rate limits' clock (window edges, lease expiry). @defaultValue Redis's own clock */
+  limitsClock?: Clock;
+  /** Another Redis (a test's own server). @defaultValue `REDIS_URL`, or the local Redis */
+  redisUrl?: string;
+  /** Where the stack logs. @defaultValue a silent logger (`TEST_LOG_LEVEL` sets its level) */
+  logger?: Logger;
 };
 
 /**
@@ -72,11 +78,12 @@ export type TestStackOptions = {
 export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): Promise<TestStack> {
   const clock = opts.clock ?? systemClock;
   const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
-  const logger = createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
+  const logger =
+    opts.logger ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
   const config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: db.url,
-    REDIS_URL,
+    REDIS_URL: opts.redisUrl ?? REDIS_URL,
     QUEUE_PREFIX: prefix,
     OPERATOR_TOKEN,
     PORT: '0',
@@ -106,6 +113,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     // Every sweep a test runs by hand also looks for overdue messages.
     overdueEvery: 1,
     apiOverrides: opts.maxWaitMs === undefined ? {} : { maxWaitMs: opts.maxWaitMs },
+    limitsClock: opts.limitsClock,
   });
   const redis = stack.queues.consumer.redis;
   return {

@@ -10,6 +10,7 @@ import { BODY_LIMITS } from './lib/parse-body';
 import { apiKeyAuth } from './middleware/auth';
 import { limitBody } from './middleware/body-limit';
 import { requestDeadline } from './middleware/deadline';
+import { edgeLimits } from './middleware/edge-limits';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
 import { urlGuard } from './middleware/url-guard';
@@ -87,11 +88,23 @@ export function createApp(deps: Deps) {
       redis: redis.status === 'fulfilled' ? 'ok' : 'down',
     };
     if (pg.status === 'fulfilled' && redis.status === 'fulfilled') return c.json({ status: 'ready', checks });
+    if (pg.status === 'fulfilled') {
+      // PostgreSQL is the record: actions are still accepted (the relay queues them once Redis is back), but
+      // rate limits, slowdown and concurrency limits are not enforced meanwhile.
+      return errorResponse(c, 'UNAVAILABLE', 'Degraded: Redis does not answer', {
+        checks,
+        degraded: {
+          accepting: true,
+          limits: 'fail-open',
+          redisFailingSince: deps.limits?.failingSince()?.getTime() ?? null,
+        },
+      });
+    }
     return errorResponse(c, 'UNAVAILABLE', 'Not ready: a backing store does not answer', { checks });
   });
 
-  app.use('/v1/*', apiKeyAuth);
-  for (const limiter of deps.limiters ?? []) app.use('/v1/*', limiter);
+  app.use('/v1/*', deps.limits ? edgeLimits(deps.limits, deps.trustedProxyHops) : apiKeyAuth);
+  for (const middleware of deps.extraMiddleware ?? []) app.use('/v1/*', middleware);
   registerV1(app);
 
   app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));

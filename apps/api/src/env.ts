@@ -5,6 +5,7 @@ import type { Database } from '@stampcard/db';
 import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
 import type { Redis } from 'ioredis';
+import type { RateLimiter } from './limits/limiter';
 
 /** Everything the API needs, built once at start (tests build their own). */
 export type Deps = {
@@ -30,10 +31,21 @@ export type Deps = {
    */
   supportUrl?: string;
   /**
-   * Middleware run on every `/v1` request after authentication: the slot for rate limits and slowdowns.
+   * Rate limits, write slowdown and concurrency limits of `/v1` (see `createRateLimiter`).
+   * @defaultValue none: `/v1` is not limited
+   */
+  limits?: RateLimiter;
+  /**
+   * Proxies in front of the API that append the client's address to `X-Forwarded-For`
+   * (`TRUSTED_PROXY_HOPS`). The concurrency limit counts the address the outermost of them saw.
+   * @defaultValue 0: the socket's peer counts and `X-Forwarded-For` is ignored
+   */
+  trustedProxyHops?: number;
+  /**
+   * Middleware run on every `/v1` request after authentication and the limits (tests put faults here).
    * @defaultValue none
    */
-  limiters?: MiddlewareHandler<AppEnv>[];
+  extraMiddleware?: MiddlewareHandler<AppEnv>[];
   /**
    * Wakes `?wait=true` requests when the worker announces their action applied.
    * @defaultValue none: they poll the ledger
@@ -66,6 +78,8 @@ export type AppEnv = {
      * after that point (the write happened, so "nothing was accepted" would be wrong).
      */
     lateReply?: () => Response;
+    /** Set by the request deadline: gives the request `ms` more (the write slowdown holds it that long). */
+    extendDeadline?: (ms: number) => void;
   };
 };
 

@@ -77,7 +77,7 @@ describe('statement and lock timeouts', () => {
       ...stack.deps,
       db: db.db,
       logger,
-      limiters: [
+      extraMiddleware: [
         async (c, next) => {
           await c.get('ctx').db.execute(sql`select pg_sleep(2)`);
           await next();
@@ -130,7 +130,7 @@ describe('a database that stops answering on open connections', () => {
       logger,
       requestTimeoutMs: 300,
       maxWaitMs: 200,
-      limiters: [limiter],
+      extraMiddleware: [limiter],
     });
     const w = await makeWorld(stack.ctx);
     const api = client(inProcess(app), w.key);

@@ -1,36 +1,24 @@
-import { Writable } from 'node:stream';
 import { createApp } from '@stampcard/api';
-import { createLogger, safeError } from '@stampcard/config';
+import { safeError } from '@stampcard/config';
 import { DomainError } from '@stampcard/core';
 import { sql } from 'drizzle-orm';
 import { HTTPException } from 'hono/http-exception';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { capturedLogger } from '../../../test/support/logs';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 /** One error path for every failure: each status keeps its meaning and the documented body; logs keep no values. */
 const stack = useTestStack({ worker: false, http: true });
 
-/** A logger whose lines are kept for the test to read. */
-function capturedLogger() {
-  const lines: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  return { logger: createLogger({ level: 'info', name: 'error-path-test', destination }), lines };
-}
-
-/** An app whose limiter slot throws what the test gives it. */
+/** An app whose extra middleware throws what the test gives it. */
 function appThrowing(thrown: () => unknown, logger = capturedLogger().logger) {
   return createApp({
     ...stack.deps,
     logger,
-    limiters: [
+    extraMiddleware: [
       async () => {
         throw thrown();
       },
@@ -131,7 +119,7 @@ describe('logs carry no personal data', () => {
     const app = createApp({
       ...stack.deps,
       logger,
-      limiters: [
+      extraMiddleware: [
         async (c) => {
           // A real driver error: PostgreSQL refuses the cast, and the query's parameters travel with the error.
           await c

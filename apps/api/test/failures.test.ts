@@ -54,7 +54,7 @@ describe('an unexpected fault', () => {
     const app = createApp({
       ...stack.deps,
       logger,
-      limiters: [
+      extraMiddleware: [
         async () => {
           throw new Error('boom: internal detail');
         },

@@ -112,6 +112,19 @@ export const envSchema = z.object({
    * @defaultValue 5000
    */
   LOOKUP_CACHE_MS: intFromEnv(5000),
+  /**
+   * Proxies in front of the API that append the client's address to `X-Forwarded-For`: the concurrency limit
+   * counts the address the outermost of them saw. 0 (off): the socket's peer counts and the header is ignored,
+   * since any client can write it.
+   * @defaultValue 0
+   */
+  TRUSTED_PROXY_HOPS: intFromEnv(0),
+  /**
+   * Longest the API waits for Redis to decide a request's rate limits, in ms; past it the request goes through
+   * unlimited (limits fail open, a warning is logged once a minute).
+   * @defaultValue 250
+   */
+  RATE_LIMIT_TIMEOUT_MS: intFromEnv(250, 1),
   /** Error bodies carry `supportUrl`; default: the errors section of this service's docs page, `/v1/docs#errors`. */
   SUPPORT_URL: z.url().optional(),
 });

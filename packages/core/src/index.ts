@@ -9,6 +9,7 @@ export * from './rules/counters';
 export * from './rules/delivery';
 export * from './rules/forms';
 export * from './rules/leaderboard';
+export * from './rules/limits';
 export * from './rules/months';
 export * from './rules/points';
 export * from './rules/unlock';

@@ -1,6 +1,12 @@
 import { unavailable } from '@stampcard/core';
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
+
+/** A request's time budget in ms: `Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`. */
+export function requestBudgetMs(c: Context<AppEnv>): number {
+  const deps = c.get('deps');
+  return (deps.requestTimeoutMs ?? 5000) + (c.req.query('wait') === 'true' ? (deps.maxWaitMs ?? 10_000) : 0);
+}
 
 /**
  * Every request has a time budget (`Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`). When it
@@ -10,14 +16,23 @@ import type { AppEnv } from '../env';
  * route that already committed its write sets `lateReply`, and that answer is given instead.
  */
 export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const deps = c.get('deps');
-  const budget =
-    (deps.requestTimeoutMs ?? 5000) + (c.req.query('wait') === 'true' ? (deps.maxWaitMs ?? 10_000) : 0);
+  let budget = requestBudgetMs(c);
   const controller = new AbortController();
   c.set('ctx', { ...c.get('ctx'), signal: controller.signal });
+  let deadline = performance.now() + budget;
+  // A request held back on purpose (the write slowdown) gets that time on top of its budget.
+  c.set('extendDeadline', (ms: number) => {
+    deadline += ms;
+    budget += ms;
+  });
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<'expired'>((resolve) => {
-    timer = setTimeout(() => resolve('expired'), budget);
+    const check = () => {
+      const left = deadline - performance.now();
+      if (left <= 0) resolve('expired');
+      else timer = setTimeout(check, left);
+    };
+    timer = setTimeout(check, budget);
   });
   const work = next().then(() => 'done' as const);
   const outcome = await Promise.race([work, expired]);

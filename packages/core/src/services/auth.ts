@@ -65,6 +65,16 @@ function prepared(db: Tx) {
 }
 
 /**
+ * The principal of a key this process already knows (its lookup cache), without a round trip; undefined when
+ * it would take one (`authenticate` then decides). A FREE plan's key is never answered here.
+ */
+export function cachedPrincipal(ctx: Ctx, key: string | undefined): Principal | undefined {
+  if (!key || !ctx.cache) return undefined;
+  const row = ctx.cache.get<Principal>('principal', hashApiKey(key));
+  return row && row.plan !== 'FREE' ? row : undefined;
+}
+
+/**
  * Resolves a bearer key. Every failure is a 403, as the seed says: missing, revoked or mistyped key, free plan.
  * A key found is kept in `ctx.cache` (when there is one) under its hash, never the key itself.
  */

@@ -1,0 +1,189 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@stampcard/config';
+import {
+  type Clock,
+  type EffectiveLimits,
+  type PolicyCount,
+  RATE_POLICIES,
+  type RatePolicyName,
+  type RateVerdict,
+  SLOWDOWN_STEP_MS,
+} from '@stampcard/core';
+import type { Redis } from 'ioredis';
+import { ADMIT, LEASE_ONLY } from './scripts';
+
+type LimiterRedis = Redis & {
+  stampcardAdmit(...args: (string | number)[]): Promise<number[]>;
+  stampcardLease(key: string, now: string, limit: number, id: string, ms: number): Promise<number>;
+};
+
+/** A slot held by a request in flight; give it back with `release` when the request ends. */
+export type Lease = { key: string; id: string };
+
+/** A keyed request, as the limiter needs it. */
+export type AdmitInput = {
+  apiKeyId: string;
+  accountId: string;
+  clientIp: string;
+  write: boolean;
+  limits: EffectiveLimits;
+  /** Longest the request may take, so a lease outlives it; the slowdown is added on top. */
+  budgetMs: number;
+};
+
+/** `null` when Redis could not be asked: the request goes on unlimited (limits fail open). */
+export type Admission = (RateVerdict & { lease: Lease | null }) | null;
+
+export type RateLimiter = {
+  /** Checks and counts a keyed request: its three rate windows, its write slowdown and its concurrency slot. */
+  admit(input: AdmitInput): Promise<Admission>;
+  /**
+   * A slot for a request whose key is not known valid yet, counted per client IP. `null`: Redis could not be
+   * asked; `false`: the IP's slots are taken.
+   */
+  admitAnonymous(clientIp: string, limit: number, budgetMs: number): Promise<Lease | false | null>;
+  /** Gives a slot back. Not awaited: the command is sent before the answer, on the same connection. */
+  release(lease: Lease): void;
+  /** Since when Redis has not answered the limiter, if it has not; null while it answers. */
+  failingSince(): Date | null;
+};
+
+export type RateLimiterOptions = {
+  redis: Redis;
+  /** Keys live under `<prefix>:limits:`, so stacks sharing a Redis do not count each other's requests. */
+  prefix: string;
+  logger: Logger;
+  /**
+   * Where time comes from. Tests pass a manual clock to walk window edges.
+   * @defaultValue Redis's own clock, so that API processes on hosts whose clocks differ agree
+   */
+  clock?: Clock;
+  /**
+   * Longest the limiter waits for Redis before it lets the request through unlimited, in ms.
+   * @defaultValue 250
+   */
+  timeoutMs?: number;
+  /**
+   * A lease outlives its request's time budget by this much, in ms, before it expires by itself.
+   * @defaultValue 5000
+   */
+  leaseMarginMs?: number;
+  /**
+   * The fail-open warning is logged at most once per this many ms.
+   * @defaultValue 60000
+   */
+  warnEveryMs?: number;
+};
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const VERDICTS: (RatePolicyName | 'CONCURRENCY' | null)[] = [null, 'SECOND', 'MINUTE', 'HOUR', 'CONCURRENCY'];
+
+/**
+ * Rate limits, write slowdown and concurrency shared by every API process through Redis (see `./scripts`).
+ * When Redis does not answer, requests go through unlimited (PostgreSQL is the record, so actions are still
+ * accepted); a warning is logged once a minute while that lasts, and limits resume by themselves.
+ */
+export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
+  const r = opts.redis as LimiterRedis;
+  if (typeof r.stampcardAdmit !== 'function') {
+    r.defineCommand('stampcardAdmit', { numberOfKeys: 5, lua: ADMIT });
+    r.defineCommand('stampcardLease', { numberOfKeys: 1, lua: LEASE_ONLY });
+  }
+  const timeoutMs = opts.timeoutMs ?? 250;
+  const margin = opts.leaseMarginMs ?? 5000;
+  const warnEvery = opts.warnEveryMs ?? 60_000;
+  const key = (...parts: string[]) => `${opts.prefix}:limits:${parts.join(':')}`;
+  const now = () => (opts.clock ? String(opts.clock.now().getTime()) : '');
+  let failing: Date | null = null;
+  let warnedAt = 0;
+
+  const ask = async <T>(run: () => Promise<T>): Promise<T | null> => {
+    try {
+      // Without a connection, fail at once rather than wait for a timeout.
+      if (r.status !== 'ready') throw new Error(`Redis connection is ${r.status}`);
+      const result = await withTimeout(run(), timeoutMs);
+      if (failing) {
+        opts.logger.info(
+          { downMs: Date.now() - failing.getTime() },
+          'rate limits resumed: Redis answers again',
+        );
+        failing = null;
+      }
+      return result;
+    } catch (err) {
+      failing ??= new Date();
+      if (Date.now() - warnedAt >= warnEvery) {
+        warnedAt = Date.now();
+        opts.logger.warn(
+          { err },
+          'rate limits fail open: Redis does not answer, requests go through unlimited',
+        );
+      }
+      return null;
+    }
+  };
+
+  return {
+    async admit(input) {
+      const id = randomUUID();
+      const leases = key('inflight', input.accountId, input.clientIp);
+      const raw = await ask(() =>
+        r.stampcardAdmit(
+          key('rate', input.apiKeyId, 'second'),
+          key('rate', input.apiKeyId, 'minute'),
+          key('rate', input.apiKeyId, 'hour'),
+          key('rate', input.apiKeyId, 'writes'),
+          leases,
+          now(),
+          input.limits.second,
+          input.limits.minute,
+          input.limits.hour,
+          input.write ? '1' : '0',
+          input.limits.slowdownAfter,
+          SLOWDOWN_STEP_MS,
+          input.limits.concurrency,
+          id,
+          input.budgetMs + margin,
+        ),
+      );
+      if (!raw) return null;
+      const counts = {} as Record<RatePolicyName, PolicyCount>;
+      RATE_POLICIES.forEach((p, i) => {
+        counts[p.name] = {
+          used: Number(raw[2 + i]),
+          retryAfterMs: Math.max(0, Number(raw[5 + i])),
+          resetMs: Math.max(0, Number(raw[8 + i])),
+        };
+      });
+      const policy = VERDICTS[Number(raw[0])] ?? null;
+      if (policy) return { admitted: false, policy, counts, lease: null };
+      return { admitted: true, counts, slowdownMs: Number(raw[1]), lease: { key: leases, id } };
+    },
+
+    async admitAnonymous(clientIp, limit, budgetMs) {
+      const id = randomUUID();
+      const leases = key('inflight', 'ip', clientIp);
+      const taken = await ask(() => r.stampcardLease(leases, now(), limit, id, budgetMs + margin));
+      if (taken === null) return null;
+      return taken === 1 ? { key: leases, id } : false;
+    },
+
+    release(lease) {
+      if (r.status !== 'ready') return;
+      r.zrem(lease.key, lease.id).catch(() => {
+        // The lease expires by itself.
+      });
+    },
+
+    failingSince: () => failing,
+  };
+}

@@ -1,0 +1,111 @@
+/**
+ * The limiter's Redis side: each request is decided in ONE round trip, atomically for every API process.
+ *
+ * Rate windows are sliding logs: each policy keeps the times of the requests it admitted in the last window
+ * (a list, newest first, trimmed from the old end as entries leave it), so "30 per 5 seconds" holds for every
+ * 5-second span, not only for spans that start on a clock boundary. A request at `t` is in the window at
+ * `now` while `t > now - window`: 30 requests at 0 ms refuse the 31st until 5,000 ms, and admit it then.
+ * Refused requests are not logged, so hammering does not extend a block. Memory is one number per admitted
+ * request per window (at most the window's limit while the limits hold).
+ *
+ * Concurrency is a sorted set of leases per (account, client IP), scored by when each lease expires: a
+ * request releases its lease when it ends, and the lease of a process that died expires by itself.
+ *
+ * Time is Redis's own clock, so API processes whose clocks differ still agree; tests pass their own.
+ */
+
+const NOW = `
+local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
+/** Expired leases go; a free slot takes the lease. Answers 1 when taken, 0 when the scope is full. */
+const LEASE = `
+local function lease(key, limit, id, ms)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  if redis.call('ZCARD', key) >= limit then return 0 end
+  redis.call('ZADD', key, now + ms, id)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+  return 1
+end
+`;
+
+/**
+ * KEYS: second log, minute log, hour log, writes log, leases.
+ * ARGV: now ('' for Redis's clock), second, minute and hour limits, 1 for a write, slowdown threshold (0: off),
+ * slowdown step ms, concurrency limit, lease id, lease ms (before the slowdown is added).
+ * Answers { verdict, delay ms, used × 3, retry-after ms × 3, reset ms × 3 }; verdict 0 admitted, 1 to 3 the
+ * rate policy that refused, 4 the concurrency limit.
+ */
+export const ADMIT = `${NOW}${LEASE}
+local windows = { 5000, 60000, 3600000 }
+local limits = { tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]) }
+
+local function trim(key, window)
+  local horizon = now - window
+  local newest = redis.call('LINDEX', key, 0)
+  if not newest then return 0 end
+  if tonumber(newest) <= horizon then
+    redis.call('DEL', key)
+    return 0
+  end
+  while tonumber(redis.call('LINDEX', key, -1)) <= horizon do redis.call('RPOP', key) end
+  return redis.call('LLEN', key)
+end
+
+local used = {}
+local verdict = 0
+local longest = -1
+local function retryAfter(i)
+  if used[i] < limits[i] then return 0 end
+  return tonumber(redis.call('LINDEX', KEYS[i], limits[i] - 1)) + windows[i] - now
+end
+for i = 1, 3 do
+  used[i] = trim(KEYS[i], windows[i])
+  if used[i] >= limits[i] then
+    local wait = retryAfter(i)
+    if wait > longest then
+      longest = wait
+      verdict = i
+    end
+  end
+end
+
+local delay = 0
+if verdict == 0 then
+  local after = tonumber(ARGV[6])
+  local writes = 0
+  if ARGV[5] == '1' and after > 0 then writes = trim(KEYS[4], 60000) + 1 end
+  if writes > after then delay = (writes - after) * tonumber(ARGV[7]) end
+  if lease(KEYS[5], tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]) + delay) == 0 then
+    verdict = 4
+    delay = 0
+  else
+    for i = 1, 3 do
+      redis.call('LPUSH', KEYS[i], now)
+      redis.call('PEXPIRE', KEYS[i], windows[i])
+      used[i] = used[i] + 1
+    end
+    if writes > 0 then
+      redis.call('LPUSH', KEYS[4], now)
+      redis.call('PEXPIRE', KEYS[4], 60000)
+    end
+  end
+end
+
+local out = { verdict, delay, used[1], used[2], used[3] }
+for i = 1, 3 do out[5 + i] = retryAfter(i) end
+for i = 1, 3 do
+  local oldest = redis.call('LINDEX', KEYS[i], -1)
+  out[8 + i] = oldest and (tonumber(oldest) + windows[i] - now) or 0
+end
+return out
+`;
+
+/** KEYS: leases. ARGV: now, limit, lease id, lease ms. Answers 1 when the lease was taken. */
+export const LEASE_ONLY = `${NOW}${LEASE}
+return lease(KEYS[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4]))
+`;

@@ -1,0 +1,120 @@
+import type { RateLimitOverrides } from '@stampcard/db';
+
+/** The seed's three rate policies, in the order they are checked and reported. */
+export const RATE_POLICIES = [
+  { name: 'SECOND', header: 'Second', windowMs: 5_000, describe: 'per 5 seconds' },
+  { name: 'MINUTE', header: 'Minute', windowMs: 60_000, describe: 'per minute' },
+  { name: 'HOUR', header: 'Hour', windowMs: 3_600_000, describe: 'per hour' },
+] as const;
+
+export type RatePolicyName = (typeof RATE_POLICIES)[number]['name'];
+
+/** The limits a request is held to: the seed's defaults, or the account's `rateLimits` override. */
+export type EffectiveLimits = {
+  /** Requests per 5-second window, per API key. */
+  second: number;
+  /** Requests per minute, per API key. */
+  minute: number;
+  /** Requests per hour, per API key. */
+  hour: number;
+  /** Requests in flight per (account, client IP). */
+  concurrency: number;
+  /** Writes per minute, per API key, before each further write is slowed down; 0: no slowdown. */
+  slowdownAfter: number;
+};
+
+/** The seed's table (30 per 5 s, 200 per minute, 10,000 per hour), 3 in flight, slowdown after 60 writes. */
+export const DEFAULT_LIMITS: Readonly<EffectiveLimits> = Object.freeze({
+  second: 30,
+  minute: 200,
+  hour: 10_000,
+  concurrency: 3,
+  slowdownAfter: 60,
+});
+
+/** Each write past the slowdown threshold waits this much more than the one before it. */
+export const SLOWDOWN_STEP_MS = 100;
+
+/** The account's override over the defaults, field by field (an absent field keeps its default). */
+export function effectiveLimits(overrides: RateLimitOverrides | null | undefined): EffectiveLimits {
+  return {
+    second: overrides?.second ?? DEFAULT_LIMITS.second,
+    minute: overrides?.minute ?? DEFAULT_LIMITS.minute,
+    hour: overrides?.hour ?? DEFAULT_LIMITS.hour,
+    concurrency: overrides?.concurrency ?? DEFAULT_LIMITS.concurrency,
+    slowdownAfter: overrides?.slowdownAfter ?? DEFAULT_LIMITS.slowdownAfter,
+  };
+}
+
+/** The limit of one rate policy. */
+export function policyLimit(limits: EffectiveLimits, policy: RatePolicyName): number {
+  if (policy === 'SECOND') return limits.second;
+  if (policy === 'MINUTE') return limits.minute;
+  return limits.hour;
+}
+
+/**
+ * The seed's slowdown: once a key's writes in the last minute pass `after`, the n-th write over it waits
+ * n × 100 ms (the 61st 100 ms, the 63rd 300 ms, the 70th 1,000 ms). `writes` counts this one. 0 turns it off.
+ */
+export function slowdownDelayMs(writes: number, after: number): number {
+  if (after <= 0 || writes <= after) return 0;
+  return (writes - after) * SLOWDOWN_STEP_MS;
+}
+
+/** What the limiter found for one policy: requests counted in its window, and when room comes back. */
+export type PolicyCount = {
+  /** Admitted requests in the window, this one included when it was admitted (at most the limit). */
+  used: number;
+  /** Milliseconds until the oldest request that fills the window leaves it; 0 while there is room. */
+  retryAfterMs: number;
+  /** Milliseconds until the oldest request in the window leaves it; 0 when the window is empty. */
+  resetMs: number;
+};
+
+/** The limiter's verdict on a keyed request. */
+export type RateVerdict =
+  | { admitted: true; counts: Record<RatePolicyName, PolicyCount>; slowdownMs: number }
+  | { admitted: false; policy: RatePolicyName | 'CONCURRENCY'; counts: Record<RatePolicyName, PolicyCount> };
+
+/** The 429 message: which limit, and when to come back. */
+export function rateLimitMessage(
+  policy: RatePolicyName | 'CONCURRENCY',
+  limits: EffectiveLimits,
+  retryAfterMs: number,
+): string {
+  if (policy === 'CONCURRENCY') {
+    return `Concurrency limit reached: at most ${limits.concurrency} requests in flight per client IP address; retry when one has finished`;
+  }
+  const p = RATE_POLICIES.find((x) => x.name === policy)!;
+  return `Rate limit exceeded: ${policyLimit(limits, policy)} requests ${p.describe} (${policy} policy); retry in ${retryAfterMs} ms`;
+}
+
+/**
+ * The rate headers of an answer to a keyed request: the seed's three `Stampcard-RateLimit-*` pairs, a
+ * `Stampcard-Retry-After-*-Milliseconds` for each policy hit (no request left) or exceeded, and the IETF
+ * draft's `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers: `q` quota, `w` window and
+ * `t` seconds, `r` remaining).
+ */
+export function rateLimitHeaders(
+  counts: Record<RatePolicyName, PolicyCount>,
+  limits: EffectiveLimits,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const policy: string[] = [];
+  const current: string[] = [];
+  for (const p of RATE_POLICIES) {
+    const limit = policyLimit(limits, p.name);
+    const { used, retryAfterMs, resetMs } = counts[p.name];
+    const remaining = Math.max(0, limit - used);
+    headers[`Stampcard-RateLimit-${p.header}-Limit`] = String(limit);
+    headers[`Stampcard-RateLimit-${p.header}-Remaining`] = String(remaining);
+    if (remaining === 0) headers[`Stampcard-Retry-After-${p.header}-Milliseconds`] = String(retryAfterMs);
+    const key = p.name.toLowerCase();
+    policy.push(`"${key}";q=${limit};w=${p.windowMs / 1000}`);
+    current.push(`"${key}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`);
+  }
+  headers['RateLimit-Policy'] = policy.join(', ');
+  headers.RateLimit = current.join(', ');
+  return headers;
+}

@@ -1,0 +1,133 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { loyaltyActions } from '@stampcard/db';
+import { eq } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { client, expectErrorShape, inProcess } from '../support/client';
+import { makeWorld, uniqueEmail } from '../support/factories';
+import { capturedLogger } from '../support/logs';
+import { freePort } from '../support/processes';
+import { createTestStack, type TestStack } from '../support/stack';
+import { useTestDb } from '../support/use';
+
+/**
+ * A Redis of this test's own, on another port, stopped and started again while the API runs: actions are
+ * still accepted (PostgreSQL is the record), limits fail open with one warning, `/ready` says so, and limits
+ * come back by themselves.
+ */
+const db = useTestDb();
+
+type OwnRedis = { url: string; stop(): Promise<void>; start(): Promise<void> };
+
+async function ownRedis(): Promise<OwnRedis> {
+  const port = await freePort();
+  const url = `redis://127.0.0.1:${port}`;
+  let proc: ChildProcess | null = null;
+  const start = async () => {
+    proc = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      {
+        stdio: 'ignore',
+      },
+    );
+    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    probe.on('error', () => {});
+    const until = Date.now() + 10_000;
+    for (;;) {
+      try {
+        await probe.connect();
+        await probe.ping();
+        break;
+      } catch {
+        if (Date.now() > until) throw new Error(`redis-server on ${port} did not start`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+    probe.disconnect();
+  };
+  const stop = async () => {
+    const p = proc;
+    if (!p || p.exitCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGKILL');
+    await exited;
+  };
+  await start();
+  return { url, start, stop };
+}
+
+let redis: OwnRedis | undefined;
+let stack: TestStack | undefined;
+afterAll(async () => {
+  await stack?.close();
+  await redis?.stop();
+});
+
+const hasRateHeaders = (h: Headers) => h.get('stampcard-ratelimit-second-limit') !== null;
+
+describe('Redis down', () => {
+  it('warns at start when Redis may evict keys', async () => {
+    const own = await ownRedis();
+    try {
+      const admin = new Redis(own.url);
+      await admin.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      admin.disconnect();
+      const { logger, lines } = capturedLogger('warn');
+      const s = await createTestStack(db, { redisUrl: own.url, logger, worker: false });
+      await s.close();
+      expect(
+        lines.some((l) => l.includes('maxmemory-policy is not noeviction') && l.includes('allkeys-lru')),
+      ).toBe(true);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('accepts actions with limits open, warns once, reports it on /ready, and limits resume when it is back', async () => {
+    redis = await ownRedis();
+    const { logger, lines } = capturedLogger('info');
+    stack = await createTestStack(db, { redisUrl: redis.url, logger, worker: false });
+    const w = await makeWorld(stack.ctx, { account: { rateLimits: null } });
+    const api = client(inProcess(stack.app), w.key);
+    const trigger = () =>
+      api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+        participantEmail: uniqueEmail(),
+        rewardId: w.reward.id,
+      });
+
+    const before = await api.get('/v1/campaigns');
+    expect(before.status).toBe(200);
+    expect(hasRateHeaders(before.headers)).toBe(true);
+
+    await redis.stop();
+    const replies = [await trigger(), await trigger(), await api.get('/v1/campaigns')];
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(replies.some((r) => hasRateHeaders(r.headers))).toBe(false);
+    const queued = await stack.ctx.db
+      .select()
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.campaignId, w.campaign.id));
+    expect(queued.map((a) => a.status)).toEqual(['QUEUED', 'QUEUED']);
+    expect(lines.filter((l) => l.includes('rate limits fail open'))).toHaveLength(1);
+
+    const ready = await client(inProcess(stack.app)).get('/ready');
+    const body = expectErrorShape(ready, 503, 'UNAVAILABLE');
+    expect(body.checks).toEqual({ postgres: 'ok', redis: 'down' });
+    expect(body.degraded).toMatchObject({ accepting: true, limits: 'fail-open' });
+    expect(typeof body.degraded.redisFailingSince).toBe('number');
+
+    await redis.start();
+    const until = Date.now() + 15_000;
+    let after = await api.get('/v1/campaigns');
+    while (!hasRateHeaders(after.headers) && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 200));
+      after = await api.get('/v1/campaigns');
+    }
+    expect(after.status).toBe(200);
+    // A new Redis holds no earlier counts: this key's window starts again.
+    expect(Number(after.headers.get('stampcard-ratelimit-second-remaining'))).toBeGreaterThan(20);
+    expect(lines.some((l) => l.includes('rate limits resumed'))).toBe(true);
+    expect((await client(inProcess(stack.app)).get('/ready')).status).toBe(200);
+  });
+});

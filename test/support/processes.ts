@@ -1,0 +1,47 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { type AddressInfo, createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A service process started by a test, with everything it printed. */
+export type Run = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
+
+/** Runs `scripts/start.ts` (or other args) with tsx, as `npm start` does, with the test's environment on top. */
+export function startProcess(env: Record<string, string>, args = ['scripts/start.ts']): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, output: () => out, exited };
+}
+
+/** Waits until the process printed something matching `pattern`; fails if it exits or the time runs out. */
+export async function waitForOutput(
+  run: Run,
+  pattern: RegExp,
+  timeoutMs = 20_000,
+): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const m = run.output().match(pattern);
+    if (m) return m;
+    if (Date.now() > deadline || run.child.exitCode !== null)
+      throw new Error(`no ${pattern} in:\n${run.output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A TCP port nobody listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -293,3 +293,44 @@ describe('concurrency (3 in flight per account and client IP)', () => {
     expect((await api(w.key, '203.0.113.50').get('/v1/campaigns')).status).toBe(200);
   });
 });
+
+describe('edges of the edge', () => {
+  it("a slowed write gets its delay on top of the request's time budget, instead of a 503", async () => {
+    const app = createApp({ ...stack.deps, requestTimeoutMs: 150 });
+    const w = await world({ second: 1000, minute: 1000, slowdownAfter: 1 });
+    clock.advance(3_600_000);
+    const at = clientFrom(app, w.key, '198.51.100.20');
+    const post = () => at.post('/v1/campaign/nope/participant', { email: 'a@example.com' });
+    await post();
+    await post();
+    // The third write waits 200 ms, longer than the whole 150 ms budget.
+    const slowed = await post();
+    expect(slowed.headers.get('stampcard-slowdown-milliseconds')).toBe('200');
+    expectErrorShape(slowed, 404, 'NOT_FOUND');
+  });
+
+  it('behind trusted proxies, the address the outermost one saw counts; without, X-Forwarded-For is ignored', async () => {
+    let seen: string | undefined;
+    const limits = stack.deps.limits!;
+    const spy = {
+      ...limits,
+      admit: (input: Parameters<typeof limits.admit>[0]) => {
+        seen = input.clientIp;
+        return limits.admit(input);
+      },
+    };
+    const w = await world();
+    const send = async (hops: number, forwardedFor: string) => {
+      const app = createApp({ ...stack.deps, limits: spy, trustedProxyHops: hops });
+      await clientFrom(app, w.key, '10.0.0.2').get('/v1/campaigns', { 'x-forwarded-for': forwardedFor });
+      return seen;
+    };
+    expect(await send(0, '203.0.113.1')).toBe('10.0.0.2');
+    // One proxy (10.0.0.2) appended the client's address; what the client wrote before it is not trusted.
+    expect(await send(1, 'spoofed, 203.0.113.1')).toBe('203.0.113.1');
+    expect(await send(2, '192.0.2.4, 203.0.113.1')).toBe('192.0.2.4');
+    // A malformed entry falls back to the socket's peer.
+    expect(await send(1, 'not-an-ip')).toBe('10.0.0.2');
+    expect(await send(1, '::ffff:192.0.2.9')).toBe('192.0.2.9');
+  });
+});

@@ -1,5 +1,6 @@
 export * from './any-of';
 export * from './client';
 export * from './connect';
+export * from './idempotency';
 export * from './migrate';
 export * from './schema/index';

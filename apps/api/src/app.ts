@@ -11,6 +11,7 @@ import { apiKeyAuth } from './middleware/auth';
 import { limitBody } from './middleware/body-limit';
 import { requestDeadline } from './middleware/deadline';
 import { edgeLimits } from './middleware/edge-limits';
+import { idempotency } from './middleware/idempotency';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
 import { urlGuard } from './middleware/url-guard';
@@ -105,12 +106,15 @@ export function createApp(deps: Deps) {
 
   app.use('/v1/*', deps.limits ? edgeLimits(deps.limits, deps.trustedProxyHops) : apiKeyAuth);
   for (const middleware of deps.extraMiddleware ?? []) app.use('/v1/*', middleware);
+  // After authentication and the limits: a refused request claims no key. Keys are the API key's own.
+  app.use('/v1/*', idempotency({ scope: (c) => `key:${c.get('principal').apiKeyId}` }));
   registerV1(app);
 
   app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));
   app.use(QUEUE_DASHBOARD_PATH, operatorAuth({ basic: true }));
   app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));
   app.use('/admin/v1/*', operatorAuth());
+  app.use('/admin/v1/*', idempotency({ scope: () => 'operator' }));
   registerAdmin(app);
 
   app.notFound((c) => errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${clip(c.req.path, 200)}`));

@@ -4,7 +4,8 @@ import { createRequire } from 'node:module';
 import { SwaggerUI } from '@hono/swagger-ui';
 import { ERROR_CATALOG } from '@stampcard/core';
 import type { App } from './env';
-import { ERROR_CODES, ERROR_DESCRIPTIONS } from './lib/error-schema';
+import { ERROR_CODES, ERROR_DESCRIPTIONS, exampleErrorBody } from './lib/error-schema';
+import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from './middleware/idempotency';
 
 /** The OpenAPI 3.1 document of every route, and the page that renders it (no API key for either). */
 export const OPENAPI_PATH = '/v1/openapi.json';
@@ -64,7 +65,50 @@ const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their
 
 **Errors**: every answer other than 200 has one body, the \`Error\` schema: \`{ name, code, message, status, supportUrl, level, timestamp, requestId }\` plus the fields of its kind. Each operation lists the codes it can answer; the errors section at the end of this page (\`${DOCS_PATH}#${ERRORS_ANCHOR}\`) describes them all.`;
 
-type Operation = { security?: unknown[] };
+type Operation = {
+  security?: unknown[];
+  parameters?: Record<string, unknown>[];
+  responses?: Record<string, { headers?: Record<string, unknown>; [field: string]: unknown }>;
+};
+
+/** Every POST takes an optional `Idempotency-Key` (see the idempotency middleware). */
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: IDEMPOTENCY_KEY_HEADER,
+  in: 'header',
+  required: false,
+  description:
+    'Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). Keys are scoped to the API key (the operator token has its own).',
+  schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[!-~]+$' },
+};
+
+/** Any POST sent with an `Idempotency-Key` may answer this while the first request with it still runs. */
+const DUPLICATE_RESPONSE = {
+  description: `Duplicate request: \`DUPLICATE_REQUEST\`.\n\n- \`DUPLICATE_REQUEST\`: ${ERROR_DESCRIPTIONS.DUPLICATE_REQUEST}`,
+  content: {
+    'application/json': {
+      schema: {
+        allOf: [
+          { $ref: '#/components/schemas/Error' },
+          {
+            type: 'object',
+            properties: {
+              code: { type: 'string', enum: ['DUPLICATE_REQUEST'] },
+              status: { type: 'number', enum: [409] },
+            },
+          },
+        ],
+      },
+      examples: {
+        DUPLICATE_REQUEST: { summary: 'DuplicateRequest', value: exampleErrorBody('DUPLICATE_REQUEST') },
+      },
+    },
+  },
+};
+
+const IDEMPOTENT_REPLAYED = {
+  description: '`true` on an answer replayed for a repeated `Idempotency-Key`',
+  schema: { type: 'string', enum: ['true'] },
+};
 type Document = { paths?: Record<string, Record<string, Operation>> };
 
 /** The document, from the route definitions that validate requests; every operation gets its scheme. */
@@ -78,6 +122,19 @@ export function openApiDocument(app: App) {
     const scheme = SECURITY_BY_PREFIX.find(([prefix]) => path.startsWith(prefix))?.[1];
     if (!scheme) continue;
     for (const operation of Object.values(item)) operation.security ??= [{ [scheme]: [] }];
+    const post = item.post;
+    if (!post) continue;
+    post.parameters = [...(post.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
+    post.responses ??= {};
+    post.responses['409'] ??= DUPLICATE_RESPONSE;
+    // Any answer but a 5xx or a 409 can be a replay.
+    for (const [status, response] of Object.entries(post.responses)) {
+      if (status === '409' || status.startsWith('5')) continue;
+      post.responses[status] = {
+        ...response,
+        headers: { ...response.headers, [IDEMPOTENT_REPLAYED_HEADER]: IDEMPOTENT_REPLAYED },
+      };
+    }
   }
   return doc;
 }

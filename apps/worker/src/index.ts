@@ -4,11 +4,13 @@ import { appliedChannel, enqueue, type Processors, type Queues, startConsumers }
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
+import { createIdempotencyPurge } from './idempotency-purge';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
 import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 import { createRelay } from './relay';
 
 export { ActionBatcher } from './batcher';
+export { createIdempotencyPurge } from './idempotency-purge';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 export { createRelay } from './relay';
@@ -45,10 +47,15 @@ export type WorkerOptions = {
    */
   relayGraceMs?: number;
   /**
-   * Start the relay timer.
+   * Start the relay timer, and the purge of expired `Idempotency-Key` answers with it.
    * @defaultValue true
    */
   relay?: boolean;
+  /**
+   * Pause between purges of expired `Idempotency-Key` answers, in ms (each deletes at most 1000 rows).
+   * @defaultValue 60000
+   */
+  idempotencyPurgeIntervalMs?: number;
   /**
    * Job lock, in ms. A live worker renews it every half of this; the jobs of a worker that died (`kill -9`)
    * are found by another worker's stalled-job check, which runs every half of this too, so they are
@@ -65,7 +72,9 @@ export type StampcardWorker = {
   /** True while every one of them takes jobs. */
   isRunning(): boolean;
   relay: ReturnType<typeof createRelay>;
-  /** Stops taking jobs, finishes the ones in hand, stops the relay. */
+  /** Deletes expired `Idempotency-Key` answers; `runOnce()` answers how many. */
+  idempotencyPurge: ReturnType<typeof createIdempotencyPurge>;
+  /** Stops taking jobs, finishes the ones in hand, stops the relay and the purge. */
   close(): Promise<void>;
 };
 
@@ -120,13 +129,22 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
     graceMs: opts.relayGraceMs ?? 10_000,
     intervalMs: opts.relayIntervalMs ?? 5000,
   });
-  if (opts.relay !== false) relay.start();
+  const idempotencyPurge = createIdempotencyPurge({
+    ctx: opts.ctx,
+    logger: opts.logger,
+    intervalMs: opts.idempotencyPurgeIntervalMs ?? 60_000,
+  });
+  if (opts.relay !== false) {
+    relay.start();
+    idempotencyPurge.start();
+  }
   return {
     workers,
     isRunning: () => workers.every((w) => w.isRunning()),
     relay,
+    idempotencyPurge,
     close: async () => {
-      await relay.stop();
+      await Promise.all([relay.stop(), idempotencyPurge.stop()]);
       await Promise.all(workers.map((w) => w.close()));
       await batcher.drain();
     },

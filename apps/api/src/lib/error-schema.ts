@@ -18,7 +18,7 @@ export const ERROR_DESCRIPTIONS = {
   NOT_FOUND:
     'An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.',
   DUPLICATE_REQUEST:
-    'The same request (API key, path and body) while the first is still QUEUED; `request: { method, path, startedAt }` describes the first.',
+    'The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.',
   PARTICIPANT_BLOCKED:
     'Anti-fraud blocked the participant (a high fraud risk, a blacklisted email or IP address); `fraudRiskLevel`, `fraudReasonCode` and `matchedParticipantIds` say why.',
   RATE_LIMIT:

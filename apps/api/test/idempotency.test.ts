@@ -1,0 +1,467 @@
+import { request } from 'node:http';
+import { createApp } from '@stampcard/api';
+import { createLogger } from '@stampcard/config';
+import { manualClock } from '@stampcard/core';
+import { accounts, idempotencyKeys, loyaltyActions, participants } from '@stampcard/db';
+import { createIdempotencyPurge } from '@stampcard/worker';
+import { and, eq, sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import {
+  client,
+  eventually,
+  expectErrorShape,
+  inProcess,
+  overHttp,
+  type Reply,
+} from '../../../test/support/client';
+import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { fingerprint, refusals } from '../../../test/support/refused';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
+
+/**
+ * `Idempotency-Key` on every POST, over HTTP. The worker does not run: accepted actions stay QUEUED, so a
+ * `?wait=true` trigger waits its whole `maxWaitMs` (a request that is still running), and the only writers
+ * are the requests under test. The clock is the test's: keys expire 24 h after their first request.
+ */
+const clock = manualClock(Date.now());
+const MAX_WAIT_MS = 1500;
+const stack = useTestStack({ http: true, worker: false, maxWaitMs: MAX_WAIT_MS, clock });
+const expectRefused = refusals(stack);
+
+type World = Awaited<ReturnType<typeof makeWorld>>;
+
+const api = (key: string) => client(overHttp(stack.baseUrl!), key);
+const operator = () => client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
+const triggerPath = (w: World) => `/v1/campaign/${w.campaign.id}/loyalty-action`;
+const participantPath = (w: World) => `/v1/campaign/${w.campaign.id}/participant`;
+const withKey = (key: string) => ({ 'Idempotency-Key': key });
+let seq = 0;
+const newKey = () => `idem-${Date.now().toString(36)}-${seq++}`;
+
+const actionsOf = async (w: World) =>
+  stack.ctx.db.select().from(loyaltyActions).where(eq(loyaltyActions.campaignId, w.campaign.id));
+const accountsNamed = async (name: string) =>
+  stack.ctx.db.select().from(accounts).where(eq(accounts.name, name));
+const keyRows = async (key: string) =>
+  stack.ctx.db.select().from(idempotencyKeys).where(eq(idempotencyKeys.key, key));
+
+/** The repeat is the first answer again: same status and body, marked replayed, and nothing written. */
+async function expectReplay(first: Reply, send: () => Promise<Reply>) {
+  const before = await fingerprint(stack.ctx.db);
+  const again = await send();
+  expect(await fingerprint(stack.ctx.db)).toEqual(before);
+  expect(again.status).toBe(first.status);
+  expect(again.body).toEqual(first.body);
+  expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
+  expect(again.headers.get('idempotent-replayed')).toBe('true');
+  expect(first.headers.get('idempotent-replayed')).toBeNull();
+  // A replay is another request: its own request id.
+  expect(again.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'));
+  return again;
+}
+
+function keyIssue(body: { errors: { location: string; param: string; value: unknown; msg: string }[] }) {
+  expect(body.errors).toHaveLength(1);
+  expect(body.errors[0]).toMatchObject({ location: 'headers', param: 'Idempotency-Key' });
+  return body.errors[0]!;
+}
+
+describe('a repeat with the same key and request', () => {
+  it('replays a trigger: same status and body, one loyalty action', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
+    const first = await api(w.key).post(triggerPath(w), body, withKey(key));
+    expect(first.status).toBe(200);
+    expect(first.body.action.status).toBe('QUEUED');
+
+    await expectReplay(first, () => api(w.key).post(triggerPath(w), body, withKey(key)));
+    await expectReplay(first, () => api(w.key).post(triggerPath(w), body, withKey(key)));
+    expect(await actionsOf(w)).toHaveLength(1);
+    const [row] = await keyRows(key);
+    expect(row).toMatchObject({ scope: `key:${w.keyId}`, state: 'DONE', responseStatus: 200 });
+  });
+
+  it('replays a form-encoded trigger too (the body guard still reads the body after the key)', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const form = `participantEmail=${encodeURIComponent(uniqueEmail())}&rewardId=${w.reward.id}&metadata[source]=form`;
+    const type = { 'content-type': 'application/x-www-form-urlencoded' };
+    const first = await api(w.key).post(triggerPath(w), form, { ...type, ...withKey(key) });
+    expect(first.status).toBe(200);
+    await expectReplay(first, () => api(w.key).post(triggerPath(w), form, { ...type, ...withKey(key) }));
+    const [action] = await actionsOf(w);
+    expect(action?.metadata).toEqual({ source: 'form' });
+  });
+
+  it('replays an added participant as first answered, even after the participant changed', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { email: uniqueEmail(), firstName: 'Ada' };
+    const first = await api(w.key).post(participantPath(w), body, withKey(key));
+    expect(first.status).toBe(200);
+    expect(first.body.firstName).toBe('Ada');
+    const changed = await api(w.key).patch(`${participantPath(w)}/${first.body.id}`, { firstName: 'Grace' });
+    expect(changed.status).toBe(200);
+
+    const again = await expectReplay(first, () => api(w.key).post(participantPath(w), body, withKey(key)));
+    expect(again.body.firstName).toBe('Ada');
+    const rows = await stack.ctx.db
+      .select()
+      .from(participants)
+      .where(eq(participants.campaignId, w.campaign.id));
+    expect(rows).toHaveLength(1);
+  });
+
+  it('replays an operator POST: one account', async () => {
+    const key = newKey();
+    const name = `Idempotent ${key}`;
+    const first = await operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    expect(first.status).toBe(200);
+    await expectReplay(first, () =>
+      operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key)),
+    );
+    expect(await accountsNamed(name)).toHaveLength(1);
+    expect((await keyRows(key))[0]?.scope).toBe('operator');
+  });
+
+  it('replays a refusal below 500 too (a 404 stays that 404)', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { participantEmail: uniqueEmail(), rewardId: 'crew_missing' };
+    const first = await api(w.key).post(triggerPath(w), body, withKey(key));
+    expectErrorShape(first, 404, 'NOT_FOUND');
+    await expectReplay(first, () => api(w.key).post(triggerPath(w), body, withKey(key)));
+  });
+
+  it('costs nothing without the header: no key is stored', async () => {
+    const w = await makeWorld(stack.ctx);
+    const before = await stack.ctx.db.select().from(idempotencyKeys);
+    const r = await api(w.key).post(triggerPath(w), {
+      participantEmail: uniqueEmail(),
+      rewardId: w.reward.id,
+    });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('idempotent-replayed')).toBeNull();
+    expect(await stack.ctx.db.select().from(idempotencyKeys)).toHaveLength(before.length);
+  });
+});
+
+describe('keys', () => {
+  it('refuses the same key with another body, path or query: 400, nothing written', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
+    expect((await api(w.key).post(triggerPath(w), body, withKey(key))).status).toBe(200);
+
+    for (const send of [
+      () => api(w.key).post(triggerPath(w), { ...body, participantEmail: uniqueEmail() }, withKey(key)),
+      () => api(w.key).post(`${triggerPath(w)}?wait=true`, body, withKey(key)),
+      () => api(w.key).post(participantPath(w), { email: body.participantEmail }, withKey(key)),
+    ]) {
+      const refused = await expectRefused(send, 400, 'VALIDATION_ERROR');
+      expect(keyIssue(refused).msg).toMatch(/another request/);
+      expect(keyIssue(refused).value).toBe(key);
+    }
+    expect(await actionsOf(w)).toHaveLength(1);
+  });
+
+  it('are scoped to the API key: the same key and body on another key runs anew', async () => {
+    const w = await makeWorld(stack.ctx);
+    const other = await makeUserWithKey(stack.ctx, w.account.id);
+    const key = newKey();
+    const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
+    const first = await api(w.key).post(triggerPath(w), body, withKey(key));
+    const second = await api(other.key).post(triggerPath(w), body, withKey(key));
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    expect(second.headers.get('idempotent-replayed')).toBeNull();
+    expect(second.body.action.id).not.toBe(first.body.action.id);
+    expect(await actionsOf(w)).toHaveLength(2);
+    const scopes = (await keyRows(key)).map((r) => r.scope).sort();
+    expect(scopes).toEqual([`key:${w.keyId}`, `key:${other.keyId}`].sort());
+  });
+
+  it('refuses a value that is empty, too long, or not printable ASCII: 400, nothing written', async () => {
+    const w = await makeWorld(stack.ctx);
+    const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
+    for (const bad of ['', 'a b', 'tab\there', 'caf\u00e9', 'k'.repeat(256)]) {
+      const refused = await expectRefused(
+        () => api(w.key).post(triggerPath(w), body, withKey(bad)),
+        400,
+        'VALIDATION_ERROR',
+      );
+      const issue = keyIssue(refused);
+      expect(issue.msg).toMatch(/1 to 255 printable ASCII/);
+      // An excerpt, never the whole value.
+      expect(String(issue.value).length).toBeLessThanOrEqual(65);
+    }
+    for (const good of ['k'.repeat(255), '!~"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}', 'x']) {
+      const r = await api(w.key).post(
+        triggerPath(w),
+        { ...body, participantEmail: uniqueEmail() },
+        withKey(good),
+      );
+      expect(r.status, good).toBe(200);
+    }
+  });
+
+  it('still refuses a chunked body over 1 MiB with the body-limit 400, and stores no key', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const head = JSON.stringify({
+      participantEmail: uniqueEmail(),
+      rewardId: w.reward.id,
+      metadata: { pad: '' },
+    });
+    const whole = Buffer.from(head.replace('"pad":""', `"pad":"${'x'.repeat(1024 * 1024)}"`));
+    const before = await fingerprint(stack.ctx.db);
+    const r = await new Promise<{ status: number; body: any; connection?: string }>((resolve, reject) => {
+      const req = request(
+        new URL(triggerPath(w), stack.baseUrl!),
+        {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${w.key}`,
+            'content-type': 'application/json',
+            'transfer-encoding': 'chunked',
+            ...withKey(key),
+          },
+        },
+        (res) => {
+          const got: Buffer[] = [];
+          res.on('data', (d: Buffer) => got.push(d));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode ?? 0,
+              body: JSON.parse(Buffer.concat(got).toString('utf8')),
+              connection: res.headers.connection,
+            }),
+          );
+        },
+      );
+      // The server answers and closes before it has read everything.
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
+      });
+      for (let i = 0; i < whole.length; i += 64 * 1024) req.write(whole.subarray(i, i + 64 * 1024));
+      req.end();
+    });
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('VALIDATION_ERROR');
+    expect(r.body.message).toBe('Request body is larger than 1 MiB');
+    expect(r.connection).toBe('close');
+    expect(await fingerprint(stack.ctx.db)).toEqual(before);
+  });
+});
+
+describe('a repeat while the first is running', () => {
+  it('is a 409 DUPLICATE_REQUEST; once the first has answered, it is replayed', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
+    const path = `${triggerPath(w)}?wait=true`;
+    const started = clock.now().getTime();
+    const firstP = api(w.key).post(path, body, withKey(key));
+    // The first holds its key once its claim is in (its action is recorded right after).
+    await eventually(
+      () => actionsOf(w),
+      (rows) => rows.length === 1,
+    );
+    const duplicate = await expectRefused(
+      () => api(w.key).post(path, body, withKey(key)),
+      409,
+      'DUPLICATE_REQUEST',
+    );
+    expect(duplicate.request).toEqual({ method: 'POST', path: triggerPath(w), startedAt: started });
+
+    const first = await firstP;
+    expect(first.status).toBe(200);
+    expect(first.body.action.status).toBe('QUEUED');
+    await expectReplay(first, () => api(w.key).post(path, body, withKey(key)));
+    expect(await actionsOf(w)).toHaveLength(1);
+  });
+
+  it('takes over a claim whose process died (RUNNING past lockedUntil), and not one still locked', async () => {
+    const key = newKey();
+    const name = `Taken over ${key}`;
+    const first = await operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    expect(first.status).toBe(200);
+    const where = and(eq(idempotencyKeys.scope, 'operator'), eq(idempotencyKeys.key, key));
+    const now = clock.now().getTime();
+    // As a claim is left by a process that died mid-request: RUNNING, no answer, still locked.
+    await stack.ctx.db
+      .update(idempotencyKeys)
+      .set({
+        state: 'RUNNING',
+        responseStatus: null,
+        responseBody: null,
+        lockedUntil: new Date(now + 60_000),
+      })
+      .where(where);
+    const locked = await expectRefused(
+      () => operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key)),
+      409,
+      'DUPLICATE_REQUEST',
+    );
+    expect(locked.request).toMatchObject({ method: 'POST', path: '/admin/v1/accounts' });
+
+    await stack.ctx.db
+      .update(idempotencyKeys)
+      .set({ lockedUntil: new Date(now - 1) })
+      .where(where);
+    // Another request cannot take it over: the key still names the first request.
+    await expectRefused(
+      () => operator().post('/admin/v1/accounts', { name: `${name} 2`, plan: 'GROWTH' }, withKey(key)),
+      400,
+      'VALIDATION_ERROR',
+    );
+    const rerun = await operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    expect(rerun.status).toBe(200);
+    expect(rerun.headers.get('idempotent-replayed')).toBeNull();
+    expect(rerun.body.id).not.toBe(first.body.id);
+    expect(await accountsNamed(name)).toHaveLength(2);
+    const [row] = await keyRows(key);
+    expect(row).toMatchObject({ state: 'DONE', responseStatus: 200 });
+    expect(JSON.parse(row!.responseBody!).id).toBe(rerun.body.id);
+  });
+});
+
+/** A transaction holding the account's row lock until `release()`: a new participant waits behind it. */
+async function holdAccountLock(accountId: string) {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let locked!: () => void;
+  const isLocked = new Promise<void>((resolve) => {
+    locked = resolve;
+  });
+  const tx = stack.ctx.db
+    .transaction(async (t) => {
+      await t.execute(sql`select id from accounts where id = ${accountId} for update`);
+      locked();
+      await released;
+    })
+    .catch(() => {});
+  await isLocked;
+  return {
+    release: async () => {
+      release();
+      await tx;
+    },
+  };
+}
+
+describe('an answer that did nothing is not kept', () => {
+  it('a 503 (the store too slow) frees the key: the repeat runs', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { email: uniqueEmail() };
+    // Past DB_STATEMENT_TIMEOUT_MS (3 s) PostgreSQL cancels the wait: 503, before the request's own deadline.
+    const app = createApp({ ...stack.deps, requestTimeoutMs: 10_000 });
+    const lock = await holdAccountLock(w.account.id);
+    let refused: Reply;
+    try {
+      refused = await client(inProcess(app), w.key).post(participantPath(w), body, withKey(key));
+    } finally {
+      await lock.release();
+    }
+    expectErrorShape(refused, 503, 'UNAVAILABLE');
+    expect(await keyRows(key)).toEqual([]);
+
+    const again = await api(w.key).post(participantPath(w), body, withKey(key));
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.body.email).toBe(body.email);
+    expect((await keyRows(key))[0]).toMatchObject({ state: 'DONE', responseStatus: 200 });
+  });
+
+  it('a 503 of the request deadline frees the key once the abandoned work has ended', async () => {
+    const w = await makeWorld(stack.ctx);
+    const key = newKey();
+    const body = { email: uniqueEmail() };
+    const app = createApp({ ...stack.deps, requestTimeoutMs: 300 });
+    const lock = await holdAccountLock(w.account.id);
+    let refused: Reply;
+    try {
+      refused = await client(inProcess(app), w.key).post(participantPath(w), body, withKey(key));
+      expectErrorShape(refused, 503, 'UNAVAILABLE');
+      // The work still waits for the lock: its claim holds the key meanwhile.
+      expect((await keyRows(key))[0]?.state).toBe('RUNNING');
+      const held = await api(w.key).post(participantPath(w), body, withKey(key));
+      expectErrorShape(held, 409, 'DUPLICATE_REQUEST');
+    } finally {
+      await lock.release();
+    }
+    // Past its deadline the work rolls back instead of committing, and then gives the key up.
+    await eventually(
+      () => keyRows(key),
+      (rows) => rows.length === 0,
+    );
+    expect(await stack.ctx.db.select().from(participants).where(eq(participants.email, body.email))).toEqual(
+      [],
+    );
+    const again = await api(w.key).post(participantPath(w), body, withKey(key));
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+  });
+});
+
+describe('expiry and purge', () => {
+  it('keeps an answer 24 h; after that the key runs anew', async () => {
+    const key = newKey();
+    const name = `Expiring ${key}`;
+    const send = () => operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    const first = await send();
+    expect(first.status).toBe(200);
+    clock.advance(24 * 3600_000 - 1000);
+    await expectReplay(first, send);
+    clock.advance(2000);
+    const anew = await send();
+    expect(anew.status).toBe(200);
+    expect(anew.headers.get('idempotent-replayed')).toBeNull();
+    expect(anew.body.id).not.toBe(first.body.id);
+    expect(await accountsNamed(name)).toHaveLength(2);
+    // And the new answer is the one replayed from now on.
+    await expectReplay(anew, send);
+  });
+
+  it('deletes expired keys, at most a batch per run, and leaves live ones', async () => {
+    // Whatever earlier tests left expires with these.
+    const old = [newKey(), newKey(), newKey()];
+    for (const key of old) {
+      const r = await operator().post('/admin/v1/accounts', { name: key, plan: 'GROWTH' }, withKey(key));
+      expect(r.status).toBe(200);
+    }
+    clock.advance(24 * 3600_000 + 1000);
+    const live = newKey();
+    expect(
+      (await operator().post('/admin/v1/accounts', { name: live, plan: 'GROWTH' }, withKey(live))).status,
+    ).toBe(200);
+    const expired = await stack.ctx.db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(idempotencyKeys)
+      .where(sql`${idempotencyKeys.expiresAt} <= ${clock.now().toISOString()}::timestamptz`);
+    const total = expired[0]!.n;
+    expect(total).toBeGreaterThanOrEqual(3);
+
+    const purge = createIdempotencyPurge({
+      ctx: stack.ctx,
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      intervalMs: 60_000,
+      batchSize: 2,
+    });
+    let deleted = 0;
+    for (let run = 0; run < total; run++) {
+      const n = await purge.runOnce();
+      expect(n).toBeLessThanOrEqual(2);
+      deleted += n;
+    }
+    expect(deleted).toBe(total);
+    expect(await purge.runOnce()).toBe(0);
+    for (const key of old) expect(await keyRows(key)).toEqual([]);
+    expect(await keyRows(live)).toHaveLength(1);
+  });
+});

@@ -114,6 +114,38 @@ describe('a repeat with the same key and request', () => {
     expect(rows).toHaveLength(1);
   });
 
+  it('replays a form approval with its Stampcard-Loyalty-Action-Id, and records one action', async () => {
+    const w = await makeWorld(stack.ctx, {
+      reward: {
+        conversionsRequired: 1,
+        submissionType: 'FORM',
+        submissionFormFields: [{ key: 'handle', label: 'Your handle', isRequired: true }],
+        submissionFormMessages: { required: 'Please fill this in', alreadySubmitted: 'Already sent' },
+      },
+    });
+    const email = uniqueEmail('form');
+    expect((await api(w.key).post(participantPath(w), { email })).status).toBe(200);
+    const submitted = await api(w.key).post(
+      `/v1/campaign/${w.campaign.id}/participant/${encodeURIComponent(email)}/form-submission`,
+      { rewardId: w.reward.id, formData: { handle: '@ada' } },
+    );
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(200);
+    const key = newKey();
+    const approve = () =>
+      api(w.key).post(
+        `/v1/campaign/${w.campaign.id}/form-submission/${submitted.body.id}/approve`,
+        undefined,
+        withKey(key),
+      );
+    const first = await approve();
+    expect(first.status).toBe(200);
+    const actionId = first.headers.get('stampcard-loyalty-action-id');
+    expect(actionId).toMatch(/^act_/);
+    const again = await expectReplay(first, approve);
+    expect(again.headers.get('stampcard-loyalty-action-id')).toBe(actionId);
+    expect(await actionsOf(w)).toHaveLength(1);
+  });
+
   it('replays an operator POST: one account', async () => {
     const key = newKey();
     const name = `Idempotent ${key}`;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { SwaggerUI } from '@hono/swagger-ui';
-import { ERROR_CATALOG } from '@stampcard/core';
+import { ERROR_CATALOG, RATE_POLICIES } from '@stampcard/core';
 import type { App } from './env';
 import { ERROR_CODES, ERROR_DESCRIPTIONS, exampleErrorBody } from './lib/error-schema';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from './middleware/idempotency';
@@ -63,6 +63,8 @@ const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their
 
 **Operator API** (\`/admin/v1\`, the tags named "Operator: …"): \`Authorization: Bearer <OPERATOR_TOKEN>\` (scheme \`OperatorToken\`).
 
+**Rate limits**: per API key, 30 requests per 5 s, 200 per minute and 10,000 per hour (sliding windows), or the account's own; at most 3 requests in flight per account and client IP; writes past 60 a minute are each held back (n-th over it: n × 100 ms). Past a limit: 429 \`RATE_LIMIT\` with \`policyName\` (\`SECOND\`, \`MINUTE\`, \`HOUR\`, \`CONCURRENCY\`). Every answer to a request with a valid key carries the \`Stampcard-RateLimit-*\` headers and the IETF draft's \`RateLimit-Policy\` and \`RateLimit\`.
+
 **Errors**: every answer other than 200 has one body, the \`Error\` schema: \`{ name, code, message, status, supportUrl, level, timestamp, requestId }\` plus the fields of its kind. Each operation lists the codes it can answer; the errors section at the end of this page (\`${DOCS_PATH}#${ERRORS_ANCHOR}\`) describes them all.`;
 
 type Operation = {
@@ -109,7 +111,54 @@ const IDEMPOTENT_REPLAYED = {
   description: '`true` on an answer replayed for a repeated `Idempotency-Key`',
   schema: { type: 'string', enum: ['true'] },
 };
-type Document = { paths?: Record<string, Record<string, Operation>> };
+type Document = {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: { headers?: Record<string, unknown> };
+};
+
+const integer = { type: 'integer', minimum: 0 };
+/** What every answer to a request with a valid API key carries (README, Rate limits). */
+const RATE_HEADERS: Record<string, { description: string; schema: object }> = Object.fromEntries([
+  ...RATE_POLICIES.flatMap((p) => [
+    [
+      `Stampcard-RateLimit-${p.header}-Limit`,
+      { description: `Requests allowed ${p.describe} (\`${p.name}\` policy)`, schema: integer },
+    ],
+    [
+      `Stampcard-RateLimit-${p.header}-Remaining`,
+      { description: `Requests left in the \`${p.name}\` window, a sliding one`, schema: integer },
+    ],
+    [
+      `Stampcard-Retry-After-${p.header}-Milliseconds`,
+      {
+        description: `Only when the \`${p.name}\` policy has no request left: ms until its oldest request leaves the window`,
+        schema: integer,
+      },
+    ],
+  ]),
+  [
+    'RateLimit-Policy',
+    {
+      description:
+        'The three policies, as the IETF draft writes them: `"second";q=30;w=5, "minute";q=200;w=60, …`',
+      schema: { type: 'string' },
+    },
+  ],
+  [
+    'RateLimit',
+    {
+      description: 'What is left of each policy (IETF draft): `"second";r=29;t=5, …`',
+      schema: { type: 'string' },
+    },
+  ],
+  [
+    'Stampcard-Slowdown-Milliseconds',
+    { description: 'Only on a write held back by the slowdown: how long it waited', schema: integer },
+  ],
+]);
+const RATE_HEADER_REFS = Object.fromEntries(
+  Object.keys(RATE_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
+);
 
 /** The document, from the route definitions that validate requests; every operation gets its scheme. */
 export function openApiDocument(app: App) {
@@ -118,22 +167,36 @@ export function openApiDocument(app: App) {
     info: { title: 'Stampcard API', version: 'v1', description: DESCRIPTION },
     tags: TAGS,
   });
-  for (const [path, item] of Object.entries((doc as Document).paths ?? {})) {
+  const document = doc as Document;
+  document.components = {
+    ...document.components,
+    headers: { ...document.components?.headers, ...RATE_HEADERS },
+  };
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
     const scheme = SECURITY_BY_PREFIX.find(([prefix]) => path.startsWith(prefix))?.[1];
     if (!scheme) continue;
     for (const operation of Object.values(item)) operation.security ??= [{ [scheme]: [] }];
     const post = item.post;
-    if (!post) continue;
-    post.parameters = [...(post.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
-    post.responses ??= {};
-    post.responses['409'] ??= DUPLICATE_RESPONSE;
-    // Any answer but a 5xx or a 409 can be a replay.
-    for (const [status, response] of Object.entries(post.responses)) {
-      if (status === '409' || status.startsWith('5')) continue;
-      post.responses[status] = {
-        ...response,
-        headers: { ...response.headers, [IDEMPOTENT_REPLAYED_HEADER]: IDEMPOTENT_REPLAYED },
-      };
+    if (post) {
+      post.parameters = [...(post.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
+      post.responses ??= {};
+      post.responses['409'] ??= DUPLICATE_RESPONSE;
+      // Any answer but a 5xx or a 409 can be a replay.
+      for (const [status, response] of Object.entries(post.responses)) {
+        if (status === '409' || status.startsWith('5')) continue;
+        post.responses[status] = {
+          ...response,
+          headers: { ...response.headers, [IDEMPOTENT_REPLAYED_HEADER]: IDEMPOTENT_REPLAYED },
+        };
+      }
+    }
+    // The public API's answers, refusals included, carry the rate headers (not a 403: no valid key).
+    if (!path.startsWith('/v1/')) continue;
+    for (const operation of Object.values(item)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        if (status === '403') continue;
+        operation.responses![status] = { ...response, headers: { ...response.headers, ...RATE_HEADER_REFS } };
+      }
     }
   }
   return doc;

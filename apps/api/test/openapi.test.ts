@@ -123,6 +123,32 @@ describe('GET /v1/openapi.json', () => {
     expect(Object.keys(trigger.responses)).toEqual(expect.arrayContaining(['402', '409', '422', '429']));
   });
 
+  it('declares the rate headers on every public answer but a 403, and a 429 on every public operation', () => {
+    const headers = (doc.components as unknown as { headers: Record<string, unknown> }).headers;
+    expect(Object.keys(headers)).toEqual(
+      expect.arrayContaining([
+        'Stampcard-RateLimit-Second-Limit',
+        'Stampcard-RateLimit-Hour-Remaining',
+        'Stampcard-Retry-After-Minute-Milliseconds',
+        'RateLimit-Policy',
+        'RateLimit',
+      ]),
+    );
+    const publicOps = operations.filter(({ path }) => path.startsWith('/v1/'));
+    expect(publicOps.length).toBeGreaterThan(10);
+    for (const { method, path, op } of publicOps) {
+      expect(Object.keys(op.responses), `${method} ${path}`).toContain('429');
+      for (const [status, response] of Object.entries(op.responses)) {
+        const declared = Object.keys(response.headers ?? {});
+        if (status === '403') expect(declared, `${method} ${path} ${status}`).not.toContain('RateLimit');
+        else
+          expect(declared, `${method} ${path} ${status}`).toContain('Stampcard-RateLimit-Second-Remaining');
+      }
+    }
+    for (const { path, op } of operations.filter(({ path }) => path.startsWith('/admin/')))
+      expect(Object.keys(op.responses['200']?.headers ?? {}), path).not.toContain('RateLimit');
+  });
+
   it('names the security scheme of each API and puts the operator API under its own tags', () => {
     const schemes = doc.components.securitySchemes;
     expect(schemes.ApiKey).toMatchObject({ type: 'http', scheme: 'bearer' });

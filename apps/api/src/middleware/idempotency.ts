@@ -9,6 +9,7 @@ import {
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../env';
+import { requestBudgetMs } from './deadline';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 /** Set on an answer replayed from an earlier request with the same key. */
@@ -55,13 +56,6 @@ export function idempotency(opts: IdempotencyOptions): MiddlewareHandler<AppEnv>
   };
 }
 
-/** The request's time budget, as the request deadline counts it (`?wait=true` waits on top). */
-function budgetMs(c: Context<AppEnv>): number {
-  const deps = c.get('deps');
-  const wait = c.req.query('wait') === 'true' ? (deps.maxWaitMs ?? 10_000) : 0;
-  return (deps.requestTimeoutMs ?? 5000) + wait;
-}
-
 /** "The same request": method, path with query, content type and the body's bytes. */
 async function requestHash(c: Context<AppEnv>): Promise<string> {
   const url = new URL(c.req.url);
@@ -99,7 +93,7 @@ async function idempotent(
     method: c.req.method,
     path: c.req.path,
     now,
-    lockedUntil: new Date(now.getTime() + budgetMs(c) + LOCK_MARGIN_MS),
+    lockedUntil: new Date(now.getTime() + requestBudgetMs(c) + LOCK_MARGIN_MS),
     expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
   });
   if (!result.claimed) return answerHeld(c, result.row, hash, key);

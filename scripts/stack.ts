@@ -4,6 +4,7 @@ import {
   createApp,
   createRateLimiter,
   type Deps,
+  limiterConnection,
   type RunningApi,
   sharedLookupCache,
   startApi,
@@ -12,7 +13,7 @@ import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
 import { type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
-import { connectQueues, type QueueConnections, warnOnEvictionPolicy } from '@stampcard/jobs';
+import { connectQueues, type QueueConnections, redisReady, warnOnEvictionPolicy } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
 export type StackOptions = {
@@ -118,15 +119,14 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }));
   const applied = apiDb && (await appliedSignal(queues.producer.redis, config.QUEUE_PREFIX, logger));
   if (apiDb) await warnOnEvictionPolicy(queues.producer.redis, logger);
+  const limiterRedis = apiDb && limiterConnection(config.REDIS_URL, config.RATE_LIMIT_TIMEOUT_MS);
+  if (limiterRedis) {
+    limiterRedis.on('error', (err) => logger.debug({ err }, 'rate limiter connection error'));
+    await redisReady(limiterRedis);
+  }
   const limits =
-    apiDb &&
-    createRateLimiter({
-      redis: queues.producer.redis,
-      prefix: config.QUEUE_PREFIX,
-      logger,
-      timeoutMs: config.RATE_LIMIT_TIMEOUT_MS,
-      clock: opts.limitsClock,
-    });
+    limiterRedis &&
+    createRateLimiter({ redis: limiterRedis, prefix: config.QUEUE_PREFIX, logger, clock: opts.limitsClock });
   const deps: Deps | null = apiDb && {
     db: apiDb.db,
     redis: queues.producer.redis,
@@ -225,6 +225,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       cache?.close();
       applied?.close();
       await queues.close();
+      limiterRedis?.disconnect();
       await Promise.all([apiDb?.close(), workerDb?.close(), dispatcherDb?.close()]);
     },
   };

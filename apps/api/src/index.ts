@@ -11,7 +11,12 @@ export { createApp } from './app';
 export type { App, AppEnv, Deps } from './env';
 export { appliedSignal } from './lib/applied-signal';
 export { sharedLookupCache } from './lib/lookup-cache';
-export { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './limits/limiter';
+export {
+  createRateLimiter,
+  limiterConnection,
+  type RateLimiter,
+  type RateLimiterOptions,
+} from './limits/limiter';
 
 export type RunningApi = { server: ServerType; port: number; close(): Promise<void> };
 

@@ -9,6 +9,7 @@ import {
   type RateVerdict,
   SLOWDOWN_STEP_MS,
 } from '@stampcard/core';
+import { createRedis } from '@stampcard/jobs';
 import type { Redis } from 'ioredis';
 import { ADMIT, LEASE_ONLY } from './scripts';
 
@@ -49,6 +50,10 @@ export type RateLimiter = {
 };
 
 export type RateLimiterOptions = {
+  /**
+   * The limiter's own connection (`limiterConnection`): its `commandTimeout` is the longest a request waits
+   * for its limits before it goes through unlimited.
+   */
   redis: Redis;
   /** Keys live under `<prefix>:limits:`, so stacks sharing a Redis do not count each other's requests. */
   prefix: string;
@@ -58,11 +63,6 @@ export type RateLimiterOptions = {
    * @defaultValue Redis's own clock, so that API processes on hosts whose clocks differ agree
    */
   clock?: Clock;
-  /**
-   * Longest the limiter waits for Redis before it lets the request through unlimited, in ms.
-   * @defaultValue 250
-   */
-  timeoutMs?: number;
   /**
    * A lease outlives its request's time budget by this much, in ms, before it expires by itself.
    * @defaultValue 5000
@@ -75,14 +75,19 @@ export type RateLimiterOptions = {
   warnEveryMs?: number;
 };
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer from Redis within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+/**
+ * A connection for the limiter alone. Its commands give up after `timeoutMs` (then the request goes through
+ * unlimited), fail at once while it is down (no offline queue), and are auto-pipelined: the admissions and
+ * releases of concurrent requests leave in one socket write, which is most of what a limit costs the API.
+ */
+export function limiterConnection(url: string, timeoutMs: number): Redis {
+  const redis = createRedis(url, {
+    enableAutoPipelining: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    commandTimeout: timeoutMs,
+  });
+  return redis;
 }
 
 const VERDICTS: (RatePolicyName | 'CONCURRENCY' | null)[] = [null, 'SECOND', 'MINUTE', 'HOUR', 'CONCURRENCY'];
@@ -98,7 +103,6 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     r.defineCommand('stampcardAdmit', { numberOfKeys: 5, lua: ADMIT });
     r.defineCommand('stampcardLease', { numberOfKeys: 1, lua: LEASE_ONLY });
   }
-  const timeoutMs = opts.timeoutMs ?? 250;
   const margin = opts.leaseMarginMs ?? 5000;
   const warnEvery = opts.warnEveryMs ?? 60_000;
   const key = (...parts: string[]) => `${opts.prefix}:limits:${parts.join(':')}`;
@@ -110,7 +114,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     try {
       // Without a connection, fail at once rather than wait for a timeout.
       if (r.status !== 'ready') throw new Error(`Redis connection is ${r.status}`);
-      const result = await withTimeout(run(), timeoutMs);
+      const result = await run();
       if (failing) {
         opts.logger.info(
           { downMs: Date.now() - failing.getTime() },

@@ -1,6 +1,6 @@
 import { type App, createApp } from '@stampcard/api';
 import { manualClock } from '@stampcard/core';
-import { loyaltyActions } from '@stampcard/db';
+import { createDb, loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, type Reply } from '../../../test/support/client';
@@ -307,6 +307,34 @@ describe('edges of the edge', () => {
     const slowed = await post();
     expect(slowed.headers.get('stampcard-slowdown-milliseconds')).toBe('200');
     expectErrorShape(slowed, 404, 'NOT_FOUND');
+  });
+
+  it('a slowed write holds no database connection while it waits', async () => {
+    // One connection for the whole app: a read sent while the write waits must not queue behind it.
+    const pool = createDb(stack.dbUrl, { max: 1 });
+    try {
+      const app = createApp({ ...stack.deps, db: pool.db });
+      const w = await world({ second: 1000, minute: 1000, slowdownAfter: 1 });
+      clock.advance(3_600_000);
+      const at = clientFrom(app, w.key, '198.51.100.21');
+      const post = () => at.post('/v1/campaign/nope/participant', { email: 'a@example.com' });
+      await post();
+      await post();
+      const order: string[] = [];
+      // The third write waits 200 ms before it reads anything.
+      const slowed = post().then((r) => {
+        order.push('write');
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const read = await at.get(`/v1/campaign/${w.campaign.id}`);
+      order.push('read');
+      expect(read.status).toBe(200);
+      expect((await slowed).headers.get('stampcard-slowdown-milliseconds')).toBe('200');
+      expect(order).toEqual(['read', 'write']);
+    } finally {
+      await pool.close();
+    }
   });
 
   it('behind trusted proxies, the address the outermost one saw counts; without, X-Forwarded-For is ignored', async () => {

@@ -99,9 +99,9 @@ async function seed(db: ReturnType<typeof createDb>, campaignId: string, prefix:
   await db.sql.begin(async (tx) => {
     await tx`select setseed(${prefix === 'b' ? 0.42 : 0.24})`;
     await tx`
-      insert into participants (id, campaign_id, email, counts_month, loyalty_action_count,
+      insert into participants (id, campaign_id, email, email_key, counts_month, loyalty_action_count,
         monthly_loyalty_action_count, prev_monthly_loyalty_action_count, loyalty_action_source, created_at, updated_at)
-      select id, ${campaignId}, email, cm, o + pm + m,
+      select id, ${campaignId}, email, email, cm, o + pm + m,
         case cm when ${MONTH} then m when ${PREV} then pm when ${OLDER} then o else 0 end,
         case cm when ${MONTH} then pm when ${PREV} then least(o, 2) else 0 end,
         'IMPORT', joined, joined

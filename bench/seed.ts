@@ -73,8 +73,8 @@ export async function seedParticipants(sql: postgres.Sql, campaignId: string, n:
   await sql.begin(async (tx) => {
     await tx`
       insert into participants
-        (id, campaign_id, email, counts_month, loyalty_action_source, created_at, updated_at)
-      select ${campaignId} || 'p' || g, ${campaignId}, 'p' || g || '@bench.test',
+        (id, campaign_id, email, email_key, counts_month, loyalty_action_source, created_at, updated_at)
+      select ${campaignId} || 'p' || g, ${campaignId}, 'p' || g || '@bench.test', 'p' || g || '@bench.test',
         to_char(now() at time zone 'UTC', 'YYYY-MM'), 'IMPORT', now(), now()
       from generate_series(0, ${n}::int - 1) as g`;
     await tx`update campaigns set participant_count = participant_count + ${n} where id = ${campaignId}`;

@@ -8,6 +8,7 @@ export * from './micro-batch';
 export * from './rules/counters';
 export * from './rules/delivery';
 export * from './rules/forms';
+export * from './rules/fraud';
 export * from './rules/leaderboard';
 export * from './rules/limits';
 export * from './rules/months';

@@ -16,6 +16,11 @@ export const participants = pgTable(
       .references(() => campaigns.id, { onDelete: 'cascade' }),
     /** Stored lower-cased and trimmed: one participant per address and campaign. */
     email: text('email').notNull(),
+    /**
+     * The email as anti-fraud compares duplicates (`emailKey` in core: NFKC, no `+tag`, no dots at gmail.com
+     * and googlemail.com). Null only for rows written before it existed and not backfilled.
+     */
+    emailKey: text('email_key'),
     firstName: text('first_name'),
     lastName: text('last_name'),
     ipAddress: text('ip_address'),
@@ -80,5 +85,11 @@ export const participants = pgTable(
         t.prevMonthlyLoyaltyActionCount,
       )
       .where(sql`${t.prevMonthlyLoyaltyActionCount} > 0`),
+    // Anti-fraud's one look-up for a new participant: the campaign's others with its email key or its
+    // fingerprint (a BitmapOr of these two).
+    index('participants_email_key_idx').on(t.campaignId, t.emailKey),
+    index('participants_fingerprint_idx')
+      .on(t.campaignId, t.fingerprint)
+      .where(sql`${t.fingerprint} is not null`),
   ],
 );

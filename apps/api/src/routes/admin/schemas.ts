@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import {
   FORBIDDEN_METADATA_KEYS,
   formFieldKeyProblem,
+  listEntryKind,
   MAX_FORM_FIELDS,
   MAX_POINTS_CONVERSIONS,
 } from '@stampcard/core';
@@ -33,12 +34,22 @@ export const UserBody = z.strictObject({
   campaignIds: z.array(z.string().min(1).max(64)).max(1000).optional(),
 });
 
-const listEntry = z.string().min(1).max(254);
+const listEntry = z
+  .string()
+  .min(1)
+  .max(254)
+  .refine((e) => listEntryKind(e) !== null, {
+    message: 'must be an email, *@domain, a domain, an IP address or a CIDR range',
+  });
 export const antiFraudSchema = z.strictObject({
   level: z.enum(['OFF', 'STANDARD', 'STRICT']).optional(),
   blacklist: z.array(listEntry).max(10_000).optional(),
   whitelist: z.array(listEntry).max(10_000).optional(),
-  ipThrottle: int(0).optional(),
+  ipThrottle: int(0)
+    .optional()
+    .openapi({
+      description: 'New participants one IP address may bring per hour (default 10); 0 turns it off',
+    }),
 });
 
 export const pointsConversionSchema = z

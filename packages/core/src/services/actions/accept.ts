@@ -3,7 +3,12 @@ import { and, eq } from 'drizzle-orm';
 import { assertLive, type Ctx, unitOfWork } from '../../context';
 import { DomainError, invalidState, notFound } from '../../errors';
 import type { CampaignRow } from '../../serialize';
-import { ensureParticipant, type NewParticipantInput, participantMatches } from '../participants';
+import {
+  blockAfterRefusal,
+  ensureParticipant,
+  type NewParticipantInput,
+  participantMatches,
+} from '../participants';
 import { queuedActionRow } from './ledger';
 
 export type AcceptActionInput = {
@@ -80,17 +85,18 @@ export async function acceptLoyaltyAction(
         `Participant ${who.email} in campaign ${campaign.id} (addParticipantIfNoneExists is false)`,
       );
     }
-    return await unitOfWork(ctx, async (tx) => {
-      const { db } = tx;
-      const { participant, created } = await ensureParticipant(
-        tx,
-        campaign,
-        { ...who.profile, email: who.email, metadata: input.metadata ?? null },
-        'DIRECT',
-      );
-      const [action] = await db.insert(loyaltyActions).values(newAction(participant.id)).returning();
-      return { action: queued(action!), participantCreated: created };
-    });
+    return await blockAfterRefusal(ctx, () =>
+      unitOfWork(ctx, async (tx) => {
+        const { participant, created } = await ensureParticipant(
+          tx,
+          campaign,
+          { ...who.profile, email: who.email, metadata: input.metadata ?? null },
+          'DIRECT',
+        );
+        const [action] = await tx.db.insert(loyaltyActions).values(newAction(participant.id)).returning();
+        return { action: queued(action!), participantCreated: created };
+      }),
+    );
   } catch (err) {
     if (isUniqueViolation(err, INFLIGHT_INDEX) && input.requestHash) {
       const [first] = await ctx.db

@@ -2,6 +2,7 @@ import { participantRewards } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
+import { rewardNeedsReview } from '../../rules/fraud';
 import { hasWinnersCap, limitAllows } from '../../rules/unlock';
 import type {
   ActionRow,
@@ -91,7 +92,9 @@ export function decideUnlock(
     winners.includes.add(participant.id);
     winners.count += 1;
   }
-  const approved = !a.campaign.requireRewardApproval;
+  // Rewards of a participant kept at MEDIUM or HIGH risk wait for manual approval (anti-fraud).
+  const approved =
+    !a.campaign.requireRewardApproval && !rewardNeedsReview(a.campaign.antiFraud, participant.fraudRiskLevel);
   const row: ParticipantRewardRow = {
     id: newId('participantReward'),
     campaignId: a.campaign.id,

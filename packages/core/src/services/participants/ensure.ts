@@ -4,8 +4,10 @@ import { monthKey } from '../../clock';
 import { type Ctx, unitOfWork } from '../../context';
 import { DomainError, invalidState } from '../../errors';
 import { newParticipantId } from '../../ids';
+import { emailKey } from '../../rules/fraud';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
 import { recordEvents } from '../events';
+import { blockAfterRefusal, countForThrottle, fraudLookup, judge } from './fraud';
 import { findParticipant, normaliseEmail } from './lookup';
 
 export type NewParticipantInput = {
@@ -21,7 +23,10 @@ export type NewParticipantInput = {
 /**
  * Returns the campaign's participant with this email, creating it when absent. Runs inside the caller's
  * transaction: the insert, the quota (402 when passing it), the counters and NEW_PARTICIPANT_ADDED commit
- * together. Concurrent calls for one new email create one participant.
+ * together. Concurrent calls for one new email create one participant. A new participant is scored by
+ * anti-fraud first (`./fraud`): a refusal is 422 PARTICIPANT_BLOCKED with nothing written; a creation from an
+ * IP address counts against the campaign's IP throttle in this transaction. The caller wraps its transaction
+ * in `blockAfterRefusal`, which blocks an address that passed the throttle.
  */
 export async function ensureParticipant(
   ctx: Ctx,
@@ -31,18 +36,25 @@ export async function ensureParticipant(
 ): Promise<{ participant: ParticipantRow; created: boolean }> {
   const email = normaliseEmail(input.email);
   const now = ctx.clock.now();
+  // Anti-fraud: one indexed look-up, then a verdict in memory (a refusal throws 422 before anything is written).
+  const lookup = await fraudLookup(ctx, campaign, input);
+  if (lookup.existingId) return existing(ctx, campaign, email);
+  const verdict = judge(campaign, input, lookup, now);
   const [inserted] = await ctx.db
     .insert(participants)
     .values({
       id: newParticipantId(),
       campaignId: campaign.id,
       email,
+      emailKey: emailKey(email),
       firstName: input.firstName ?? null,
       lastName: input.lastName ?? null,
       ipAddress: input.ipAddress ?? null,
       fingerprint: input.fingerprint ?? null,
       metadata: input.metadata ?? null,
       notes: input.notes ?? null,
+      fraudRiskLevel: verdict.fraudRiskLevel,
+      fraudReasonCode: verdict.fraudReasonCode,
       loyaltyActionSource: source,
       countsMonth: monthKey(now),
       createdAt: now,
@@ -50,11 +62,8 @@ export async function ensureParticipant(
     })
     .onConflictDoNothing({ target: [participants.campaignId, participants.email] })
     .returning();
-  if (!inserted) {
-    const existing = await findParticipant(ctx, campaign.id, email);
-    if (!existing) throw new DomainError('INTERNAL_ERROR', 'Participant vanished while being created');
-    return { participant: existing, created: false };
-  }
+  if (!inserted) return existing(ctx, campaign, email);
+  if (verdict.throttled && input.ipAddress) await countForThrottle(ctx, campaign, input.ipAddress);
   await recordEvents(ctx, [
     {
       campaignId: campaign.id,
@@ -85,6 +94,13 @@ export async function ensureParticipant(
   return { participant: inserted, created: true };
 }
 
+/** The campaign's participant with this email, which exists (found by the look-up or by a concurrent insert). */
+async function existing(ctx: Ctx, campaign: CampaignRow, email: string) {
+  const found = await findParticipant(ctx, campaign.id, email);
+  if (!found) throw new DomainError('INTERNAL_ERROR', 'Participant vanished while being created');
+  return { participant: found, created: false };
+}
+
 /** Campaign statuses in which participants may be added by the API. */
 const OPEN_FOR_PARTICIPANTS: readonly CampaignRow['status'][] = ['DRAFT', 'IN_PROGRESS'];
 
@@ -103,5 +119,7 @@ export async function addParticipant(
       `The campaign is ${campaign.status}: participants are added only while it is DRAFT or IN_PROGRESS`,
     );
   }
-  return unitOfWork(ctx, (tx) => ensureParticipant(tx, campaign, input, 'DIRECT'));
+  return blockAfterRefusal(ctx, () =>
+    unitOfWork(ctx, (tx) => ensureParticipant(tx, campaign, input, 'DIRECT')),
+  );
 }

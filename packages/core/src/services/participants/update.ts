@@ -1,3 +1,4 @@
+import { emailKey } from '../../rules/fraud';
 import { type Metadata, participants } from '@stampcard/db';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
@@ -184,7 +185,9 @@ export async function updateParticipant(
         .set({
           ...(patch.firstName !== undefined ? { firstName: patch.firstName } : {}),
           ...(patch.lastName !== undefined ? { lastName: patch.lastName } : {}),
-          ...(patch.email !== undefined ? { email: normaliseEmail(patch.email) } : {}),
+          ...(patch.email !== undefined
+            ? { email: normaliseEmail(patch.email), emailKey: emailKey(patch.email) }
+            : {}),
           ...(patch.notes !== undefined ? { notes: patch.notes } : {}),
           ...(merge.length > 0 || increments.length > 0
             ? { metadata: metadataExpression(merge, increments) }

@@ -1,3 +1,4 @@
+import { FRAUD_RISK_LEVELS } from '@stampcard/db';
 import { z } from 'zod';
 import {
   ActionView,
@@ -12,8 +13,7 @@ import {
  * build `NewEvent`s, whose `data` type comes from here, so an emitter cannot write a shape its schema does
  * not describe; receivers, the dispatcher and tests parse with the same schemas.
  *
- * Only the types something emits have a schema. The contract's other type (`PARTICIPANT_FRAUD_STATUS_UPDATED`)
- * gets its own with the feature that emits it: until then it cannot be emitted.
+ * Only the types something emits have a schema: a type without one cannot be emitted.
  */
 export const EVENT_SCHEMAS = {
   NEW_PARTICIPANT_ADDED: z.strictObject({ participant: ParticipantView, campaign: CampaignRef }),
@@ -39,6 +39,15 @@ export const EVENT_SCHEMAS = {
     participant: ParticipantView,
     campaign: CampaignRef,
     changed: z.array(z.enum(['firstName', 'lastName', 'email', 'notes', 'metadata'])),
+  }),
+  /**
+   * A participant's fraud risk level or reason code changed (e.g. set by hand: `MANUAL_UPDATE`):
+   * `participant` as stored after, `previous` what it had before.
+   */
+  PARTICIPANT_FRAUD_STATUS_UPDATED: z.strictObject({
+    participant: ParticipantView,
+    previous: z.strictObject({ fraudRiskLevel: z.enum(FRAUD_RISK_LEVELS), fraudReasonCode: z.string() }),
+    campaign: CampaignRef,
   }),
   LOYALTY_ACTION_APPLIED: z.strictObject({
     action: ActionView,

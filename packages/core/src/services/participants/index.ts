@@ -4,5 +4,6 @@ export * from './list';
 export * from './lookup';
 export * from './points';
 export * from './remove';
+export * from './review';
 export * from './show';
 export * from './update';

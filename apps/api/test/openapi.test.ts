@@ -449,6 +449,29 @@ describe('answers match the document', () => {
       '/v1/campaign/{id}/participants',
       await api.get(`/v1/campaign/${campaign.id}/participants`),
     );
+    // Manual review on the operator API: a level set by hand (the feed below then carries its event).
+    const reviewed = conforms(
+      'PATCH',
+      '/admin/v1/campaigns/{id}/participants/{idOrEmail}',
+      await op.patch(`/admin/v1/campaigns/${campaign.id}/participants/${added.email}`, {
+        fraudRiskLevel: 'HIGH',
+      }),
+    );
+    expect(reviewed).toMatchObject({
+      id: added.id,
+      fraudRiskLevel: 'HIGH',
+      fraudReasonCode: 'MANUAL_UPDATE',
+    });
+    const byRisk = conforms(
+      'GET',
+      '/admin/v1/campaigns/{id}/participants',
+      await op.get(`/admin/v1/campaigns/${campaign.id}/participants?limit=1`),
+    );
+    expect(byRisk).toMatchObject({
+      participants: [{ id: added.id }],
+      more: true,
+      nextId: expect.any(String),
+    });
     const leaders = conforms(
       'GET',
       '/v1/campaign/{id}/leaderboard',

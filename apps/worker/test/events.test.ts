@@ -1,6 +1,7 @@
 import {
   type EmittedEventType,
   EVENT_SCHEMAS,
+  EVENT_TYPES,
   isEmittedEventType,
   type NewEvent,
   recordEvents,
@@ -74,12 +75,16 @@ describe('event schemas', () => {
         .sort();
     await eventually(typesOf, (t) => t.filter((x) => x === 'PARTICIPANT_REWARD_FULFILLED').length === 2);
     await Promise.all([fulfilment.close(), gone.close()]);
-    const ended = await client(inProcess(stack.app), OPERATOR_TOKEN).patch(
-      `/admin/v1/campaigns/${w.campaign.id}`,
+    const operator = client(inProcess(stack.app), OPERATOR_TOKEN);
+    // Manual review: LOW keeps the level and changes the reason (to MANUAL_UPDATE), so it is recorded.
+    const reviewedByHand = await operator.patch(
+      `/admin/v1/campaigns/${w.campaign.id}/participants/${email}`,
       {
-        status: 'COMPLETE',
+        fraudRiskLevel: 'LOW',
       },
     );
+    expect(reviewedByHand.status).toBe(200);
+    const ended = await operator.patch(`/admin/v1/campaigns/${w.campaign.id}`, { status: 'COMPLETE' });
     expect(ended.status).toBe(200);
 
     const rows = await eventually(
@@ -89,7 +94,7 @@ describe('event schemas', () => {
           .from(events)
           .where(eq(events.campaignId, w.campaign.id))
           .orderBy(asc(events.seq)),
-      (list) => list.length >= 12,
+      (list) => list.length >= 13,
     );
     const seen = new Set<EmittedEventType>();
     for (const row of rows) {
@@ -107,6 +112,7 @@ describe('event schemas', () => {
         'PARTICIPANT_REACHED_A_GOAL',
         'LOYALTY_ACTION_APPLIED',
         'PARTICIPANT_UPDATED',
+        'PARTICIPANT_FRAUD_STATUS_UPDATED',
         'PARTICIPANT_SUBMITTED_REWARD_FORM',
         'REWARD_FORM_REVIEWED',
         'PARTICIPANT_REACHED_A_GOAL',
@@ -127,9 +133,11 @@ describe('event schemas', () => {
     expect(typeof typeChecks).toBe('function');
     expect(EVENT_SCHEMAS.CAMPAIGN_ENDED.safeParse(bad.data).success).toBe(false);
     const undescribed: NewEvent['type'][] = ['CAMPAIGN_ENDED'];
-    // @ts-expect-error: a contract type with no emitter yet has no schema, so it cannot be emitted
-    undescribed.push('PARTICIPANT_FRAUD_STATUS_UPDATED');
-    for (const type of ['PARTICIPANT_FRAUD_STATUS_UPDATED', '__proto__', 'toString'])
+    // @ts-expect-error: a type outside the contract has no schema, so it cannot be emitted
+    undescribed.push('PARTICIPANT_DELETED');
+    for (const type of ['PARTICIPANT_DELETED', '__proto__', 'toString'])
       expect(isEmittedEventType(type)).toBe(false);
+    // Every type of the contract is emitted by now, so each has its schema.
+    expect(EVENT_TYPES.filter((type) => !isEmittedEventType(type))).toEqual([]);
   });
 });

@@ -5,6 +5,8 @@ import { registerRevokeApiKey } from './api-keys/revoke-api-key';
 import { registerCreateCampaign } from './campaigns/create-campaign';
 import { registerGetCampaignForOperator } from './campaigns/get-campaign';
 import { registerUpdateCampaign } from './campaigns/update-campaign';
+import { registerListParticipantsByRisk } from './participants/list-participants-by-risk';
+import { registerSetFraudRiskLevel } from './participants/set-fraud-risk-level';
 import { registerListQueues } from './queues/list-queues';
 import { registerCreateReward } from './rewards/create-reward';
 import { registerUpdateReward } from './rewards/update-reward';
@@ -22,6 +24,8 @@ export function registerAdmin(app: App) {
   registerUpdateCampaign(app);
   registerCreateReward(app);
   registerUpdateReward(app);
+  registerListParticipantsByRisk(app);
+  registerSetFraudRiskLevel(app);
   registerListQueues(app);
   registerWebhookAdmin(app);
 }

@@ -88,6 +88,13 @@ export const participants = pgTable(
     // Anti-fraud's one look-up for a new participant: the campaign's others with its email key or its
     // fingerprint (a BitmapOr of these two).
     index('participants_email_key_idx').on(t.campaignId, t.emailKey),
+    // The operator's review list: HIGH, then MEDIUM, then LOW, then id byte by byte (the query writes the same
+    // rank expression, text for text).
+    index('participants_risk_review_idx').on(
+      t.campaignId,
+      sql`(case ${t.fraudRiskLevel} when 'HIGH' then 0 when 'MEDIUM' then 1 else 2 end)`,
+      sql`(${t.id} collate "C")`,
+    ),
     index('participants_fingerprint_idx')
       .on(t.campaignId, t.fingerprint)
       .where(sql`${t.fingerprint} is not null`),

@@ -45,11 +45,9 @@ export const antiFraudSchema = z.strictObject({
   level: z.enum(['OFF', 'STANDARD', 'STRICT']).optional(),
   blacklist: z.array(listEntry).max(10_000).optional(),
   whitelist: z.array(listEntry).max(10_000).optional(),
-  ipThrottle: int(0)
-    .optional()
-    .openapi({
-      description: 'New participants one IP address may bring per hour (default 10); 0 turns it off',
-    }),
+  ipThrottle: int(0).optional().openapi({
+    description: 'New participants one IP address may bring per hour (default 10); 0 turns it off',
+  }),
 });
 
 export const pointsConversionSchema = z

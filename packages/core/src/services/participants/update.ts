@@ -1,9 +1,9 @@
-import { emailKey } from '../../rules/fraud';
 import { type Metadata, participants } from '@stampcard/db';
 import { and, eq, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { type ValidationIssue, validationError } from '../../errors';
 import type { EventData } from '../../event-schemas';
+import { emailKey } from '../../rules/fraud';
 import { dueConversion } from '../../rules/points';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
 import { type EnqueuePorts, enqueueAccepted } from '../actions/ledger';

@@ -1,0 +1,1 @@
+CREATE INDEX "participants_risk_review_idx" ON "participants" USING btree ("campaign_id",(case "fraud_risk_level" when 'HIGH' then 0 when 'MEDIUM' then 1 else 2 end),("id" collate "C"));

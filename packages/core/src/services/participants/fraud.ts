@@ -1,5 +1,5 @@
 import { ipThrottles, participants } from '@stampcard/db';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { DomainError } from '../../errors';
 import {
@@ -53,16 +53,31 @@ export type FraudLookup = {
 
 /**
  * One indexed statement: the campaign's participants sharing the new one's email key or fingerprint (at most
- * 50), and whether its IP address is blocked. Its cost does not grow with the campaign.
+ * 50), and whether its IP address is blocked. Its cost does not grow with the campaign (`npm run bench:fraud`).
  */
+export function fraudLookupStatement(campaignId: string, subject: FraudSubject): SQL {
+  const email = subject.email.trim().toLowerCase();
+  const ip = subject.ipAddress ? normalizeIp(subject.ipAddress) : null;
+  return sql`
+    select p.*, (
+      select t.blocked_until from ${ipThrottles} t where t.campaign_id = ${campaignId} and t.ip_address = ${ip}
+    ) as blocked_until
+    from (select 1) as one
+    left join lateral (
+      select id, email, email_key, first_name, last_name, ip_address, fingerprint from ${participants}
+      where campaign_id = ${campaignId}
+        and (email_key = ${emailKey(subject.email)} or email = ${email} or fingerprint = ${subject.fingerprint ?? null})
+      limit ${MAX_CANDIDATES}
+    ) as p on true`;
+}
+
+/** Runs `fraudLookupStatement`. */
 export async function fraudLookup(
   ctx: Ctx,
   campaign: CampaignRow,
   subject: FraudSubject,
 ): Promise<FraudLookup> {
   const email = subject.email.trim().toLowerCase();
-  const key = emailKey(subject.email);
-  const ip = subject.ipAddress ? normalizeIp(subject.ipAddress) : null;
   const rows = await ctx.db.execute<{
     id: string | null;
     email: string | null;
@@ -72,17 +87,7 @@ export async function fraudLookup(
     ip_address: string | null;
     fingerprint: string | null;
     blocked_until: string | null;
-  }>(sql`
-    select p.*, (
-      select t.blocked_until from ${ipThrottles} t where t.campaign_id = ${campaign.id} and t.ip_address = ${ip}
-    ) as blocked_until
-    from (select 1) as one
-    left join lateral (
-      select id, email, email_key, first_name, last_name, ip_address, fingerprint from ${participants}
-      where campaign_id = ${campaign.id}
-        and (email_key = ${key} or email = ${email} or fingerprint = ${subject.fingerprint ?? null})
-      limit ${MAX_CANDIDATES}
-    ) as p on true`);
+  }>(fraudLookupStatement(campaign.id, subject));
   const others: FraudCandidate[] = [];
   let existingId: string | null = null;
   for (const r of rows) {

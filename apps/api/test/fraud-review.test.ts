@@ -1,5 +1,5 @@
 import { type CampaignInput, EVENT_SCHEMAS, type EventData } from '@stampcard/core';
-import { events, type FraudRiskLevel, participants } from '@stampcard/db';
+import { events, type FraudReasonCode, type FraudRiskLevel, participants } from '@stampcard/db';
 import { and, asc, eq, inArray } from 'drizzle-orm';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
@@ -45,7 +45,7 @@ async function world(campaign: Partial<CampaignInput> = {}) {
 }
 
 /** Sets levels straight in the table, as scoring would have: the list reads what is stored. */
-async function storeLevel(ids: string[], fraudRiskLevel: FraudRiskLevel, fraudReasonCode: string) {
+async function storeLevel(ids: string[], fraudRiskLevel: FraudRiskLevel, fraudReasonCode: FraudReasonCode) {
   await stack.ctx.db
     .update(participants)
     .set({ fraudRiskLevel, fraudReasonCode })

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { ERROR_CATALOG, type ErrorCode, MAX_LISTED_ISSUES } from '@stampcard/core';
+import { ERROR_CATALOG, type ErrorCode, FRAUD_REASON_CODES, MAX_LISTED_ISSUES } from '@stampcard/core';
 import { FRAUD_RISK_LEVELS } from '@stampcard/db';
 
 /**
@@ -76,7 +76,7 @@ export const ErrorBody = z
       .optional()
       .openapi({ description: 'RATE_LIMIT: the limit hit' }),
     fraudRiskLevel: z.enum(FRAUD_RISK_LEVELS).optional().openapi({ description: 'PARTICIPANT_BLOCKED' }),
-    fraudReasonCode: z.string().optional().openapi({ description: 'PARTICIPANT_BLOCKED' }),
+    fraudReasonCode: z.enum(FRAUD_REASON_CODES).optional().openapi({ description: 'PARTICIPANT_BLOCKED' }),
     matchedParticipantIds: z
       .array(z.string())
       .optional()
@@ -108,8 +108,8 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: Record<string, un
     },
   },
   PARTICIPANT_BLOCKED: {
-    message: 'The participant was blocked by anti-fraud',
-    details: { fraudRiskLevel: 'HIGH', fraudReasonCode: 'BLACKLISTED_EMAIL', matchedParticipantIds: [] },
+    message: "Participant blocked by anti-fraud: its email or IP address is on the campaign's blacklist",
+    details: { fraudRiskLevel: 'HIGH', fraudReasonCode: 'BLACKLIST_MATCH', matchedParticipantIds: [] },
   },
   RATE_LIMIT: { message: 'Rate limit exceeded: 200 requests per minute', details: { policyName: 'MINUTE' } },
   INTERNAL_ERROR: { message: 'Internal error: the request id identifies it in the logs' },

@@ -1,21 +1,8 @@
 import { jaroWinkler } from '@skyra/jaro-winkler';
-import type { AntiFraudSettings, FraudRiskLevel } from '@stampcard/db';
+import type { AntiFraudSettings, FraudReasonCode, FraudRiskLevel } from '@stampcard/db';
 import ipaddr from 'ipaddr.js';
 
-/** The seed's `fraudReasonCode` vocabulary. */
-export const FRAUD_REASON_CODES = [
-  'UNIQUE_IDENTITY',
-  'DUPLICATE_EMAIL',
-  'DUPLICATE_IDENTITY',
-  'SIMILAR_EMAIL',
-  'SIMILAR_FIRST_NAME',
-  'SIMILAR_LAST_NAME',
-  'MANUAL_UPDATE',
-  'WHITELISTED',
-  'BLACKLIST_MATCH',
-  'BLOCKED_IP',
-] as const;
-export type FraudReasonCode = (typeof FRAUD_REASON_CODES)[number];
+export { FRAUD_REASON_CODES, type FraudReasonCode } from '@stampcard/db';
 
 export type AntiFraudLevel = NonNullable<AntiFraudSettings['level']>;
 

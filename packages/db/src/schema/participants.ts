@@ -4,6 +4,20 @@ import { campaigns, type Metadata } from './campaigns';
 
 export const FRAUD_RISK_LEVELS = ['LOW', 'MEDIUM', 'HIGH'] as const;
 export type FraudRiskLevel = (typeof FRAUD_RISK_LEVELS)[number];
+/** The seed's `fraudReasonCode` vocabulary. */
+export const FRAUD_REASON_CODES = [
+  'UNIQUE_IDENTITY',
+  'DUPLICATE_EMAIL',
+  'DUPLICATE_IDENTITY',
+  'SIMILAR_EMAIL',
+  'SIMILAR_FIRST_NAME',
+  'SIMILAR_LAST_NAME',
+  'MANUAL_UPDATE',
+  'WHITELISTED',
+  'BLACKLIST_MATCH',
+  'BLOCKED_IP',
+] as const;
+export type FraudReasonCode = (typeof FRAUD_REASON_CODES)[number];
 export const PARTICIPANT_SOURCES = ['PARTICIPANT', 'DIRECT', 'IMPORT', 'MANUAL'] as const;
 export type ParticipantSource = (typeof PARTICIPANT_SOURCES)[number];
 
@@ -44,7 +58,7 @@ export const participants = pgTable(
     /** Approved rewards held; isWinner = approvedRewardCount > 0. */
     approvedRewardCount: integer('approved_reward_count').notNull().default(0),
     fraudRiskLevel: text('fraud_risk_level').$type<FraudRiskLevel>().notNull().default('LOW'),
-    fraudReasonCode: text('fraud_reason_code').notNull().default('UNIQUE_IDENTITY'),
+    fraudReasonCode: text('fraud_reason_code').$type<FraudReasonCode>().notNull().default('UNIQUE_IDENTITY'),
     loyaltyActionSource: text('loyalty_action_source').$type<ParticipantSource>().notNull(),
     notes: text('notes'),
     metadata: jsonb('metadata').$type<Metadata>(),

@@ -12,12 +12,12 @@ const route = createBodyRoute({
   path: '/v1/campaign/{id}/participant',
   summary: 'Add a participant',
   description:
-    "Adds a participant (source `DIRECT`) to a DRAFT or IN_PROGRESS campaign and answers it. Idempotent by email: when the campaign already has a participant with this email (any case), that participant is answered unchanged. A new participant counts against the account's participant quota (402).",
+    "Adds a participant (source `DIRECT`) to a DRAFT or IN_PROGRESS campaign and answers it. Idempotent by email: when the campaign already has a participant with this email (any case), that participant is answered unchanged. A new participant is checked by anti-fraud first (422 PARTICIPANT_BLOCKED when refused; see the README's Anti-fraud) and counts against the account's participant quota (402).",
   tags: ['Participants'],
   request: { params: z.object({ id: campaignIdParam }), body: jsonBody(AddParticipantBody) },
   responses: {
     ...okResponse('The Participant object', Participant),
-    ...errorResponsesFor([...PUBLIC_ERRORS, 'INVALID_STATE', 'USAGE_LIMIT']),
+    ...errorResponsesFor([...PUBLIC_ERRORS, 'INVALID_STATE', 'USAGE_LIMIT', 'PARTICIPANT_BLOCKED']),
   },
 });
 

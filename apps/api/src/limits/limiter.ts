@@ -43,8 +43,12 @@ export type RateLimiter = {
    * asked; `false`: the IP's slots are taken.
    */
   admitAnonymous(clientIp: string, limit: number, budgetMs: number): Promise<Lease | false | null>;
-  /** Gives a slot back. Not awaited: the command is sent before the answer, on the same connection. */
-  release(lease: Lease): void;
+  /**
+   * Gives a slot back. Never rejects: a slot that could not be given back expires by itself. Awaited before the
+   * answer is sent, so a client that sends its next request once it has the answer finds its slot free, on
+   * whichever API process.
+   */
+  release(lease: Lease): Promise<void>;
   /** Since when Redis has not answered the limiter, if it has not; null while it answers. */
   failingSince(): Date | null;
 };
@@ -181,11 +185,13 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       return taken === 1 ? { key: leases, id } : false;
     },
 
-    release(lease) {
+    async release(lease) {
       if (r.status !== 'ready') return;
-      r.zrem(lease.key, lease.id).catch(() => {
+      try {
+        await r.zrem(lease.key, lease.id);
+      } catch {
         // The lease expires by itself.
-      });
+      }
     },
 
     failingSince: () => failing,

@@ -67,7 +67,7 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       try {
         return await authenticate(c.get('ctx'), key);
       } finally {
-        if (slot) limiter.release(slot);
+        if (slot) void limiter.release(slot);
       }
     })().finally(() => lookups.delete(key));
     lookups.set(key, lookup);
@@ -114,7 +114,7 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       }
       await next();
     } finally {
-      if (admission.lease) limiter.release(admission.lease);
+      if (admission.lease) await limiter.release(admission.lease);
     }
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
     return undefined;

@@ -44,31 +44,29 @@ export const ADMIT = `${NOW}${LEASE}
 local windows = { 5000, 60000, 3600000 }
 local limits = { tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]) }
 
+-- Drops what left the window from the old end of a log (newest first). Answers how many requests it still
+-- holds and when the oldest of them came. A log idle for a whole window has expired already (PEXPIRE).
 local function trim(key, window)
   local horizon = now - window
-  local newest = redis.call('LINDEX', key, 0)
-  if not newest then return 0 end
-  if tonumber(newest) <= horizon then
-    redis.call('DEL', key)
-    return 0
+  local oldest = redis.call('LINDEX', key, -1)
+  while oldest and tonumber(oldest) <= horizon do
+    redis.call('RPOP', key)
+    oldest = redis.call('LINDEX', key, -1)
   end
-  while tonumber(redis.call('LINDEX', key, -1)) <= horizon do redis.call('RPOP', key) end
-  return redis.call('LLEN', key)
+  if not oldest then return 0, nil end
+  return redis.call('LLEN', key), tonumber(oldest)
 end
 
-local used = {}
-local verdict = 0
-local longest = -1
-local function retryAfter(i)
-  if used[i] < limits[i] then return 0 end
-  return tonumber(redis.call('LINDEX', KEYS[i], limits[i] - 1)) + windows[i] - now
-end
+local used, oldest, retry = {}, {}, {}
+local verdict, longest = 0, -1
 for i = 1, 3 do
-  used[i] = trim(KEYS[i], windows[i])
+  used[i], oldest[i] = trim(KEYS[i], windows[i])
+  retry[i] = 0
   if used[i] >= limits[i] then
-    local wait = retryAfter(i)
-    if wait > longest then
-      longest = wait
+    -- Room comes back when the request that fills the window leaves it.
+    retry[i] = tonumber(redis.call('LINDEX', KEYS[i], limits[i] - 1)) + windows[i] - now
+    if retry[i] > longest then
+      longest = retry[i]
       verdict = i
     end
   end
@@ -88,6 +86,9 @@ if verdict == 0 then
       redis.call('LPUSH', KEYS[i], now)
       redis.call('PEXPIRE', KEYS[i], windows[i])
       used[i] = used[i] + 1
+      oldest[i] = oldest[i] or now
+      -- This request took the last place: the oldest leaves first.
+      if used[i] >= limits[i] then retry[i] = oldest[i] + windows[i] - now end
     end
     if writes > 0 then
       redis.call('LPUSH', KEYS[4], now)
@@ -96,12 +97,8 @@ if verdict == 0 then
   end
 end
 
-local out = { verdict, delay, used[1], used[2], used[3] }
-for i = 1, 3 do out[5 + i] = retryAfter(i) end
-for i = 1, 3 do
-  local oldest = redis.call('LINDEX', KEYS[i], -1)
-  out[8 + i] = oldest and (tonumber(oldest) + windows[i] - now) or 0
-end
+local out = { verdict, delay, used[1], used[2], used[3], retry[1], retry[2], retry[3] }
+for i = 1, 3 do out[8 + i] = oldest[i] and (oldest[i] + windows[i] - now) or 0 end
 return out
 `;
 

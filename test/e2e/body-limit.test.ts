@@ -1,60 +1,18 @@
-import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { makeWorld, uniqueEmail } from '../support/factories';
+import { paddedTriggerBody, rawPost } from '../support/raw-post';
 import { fingerprint } from '../support/refused';
 import { useTestStack } from '../support/use';
 
 const stack = useTestStack({ worker: false, http: true });
 const MiB = 1024 * 1024;
 
-type Answer = { status: number; body: any; headers: Record<string, string | string[] | undefined> };
+/** A POST of the API with this key, over a real socket. */
+const post = (path: string, key: string, chunks: Buffer[], opts: { chunked: boolean }) =>
+  rawPost(new URL(path, stack.baseUrl!), { authorization: `Bearer ${key}` }, chunks, opts);
 
-/** A POST over a real socket, its body written as given: with a stated length, or chunk by chunk. */
-function post(path: string, key: string, chunks: Buffer[], opts: { chunked: boolean }): Promise<Answer> {
-  const url = new URL(path, stack.baseUrl!);
-  const length = chunks.reduce((n, c) => n + c.length, 0);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${key}`,
-          'content-type': 'application/json',
-          ...(opts.chunked ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(length) }),
-        },
-      },
-      (res) => {
-        const got: Buffer[] = [];
-        res.on('data', (d: Buffer) => got.push(d));
-        res.on('end', () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            body: JSON.parse(Buffer.concat(got).toString('utf8')),
-            headers: res.headers,
-          }),
-        );
-      },
-    );
-    // The server may answer and close before it has read everything: that is the point.
-    req.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
-    });
-    for (const c of chunks) req.write(c);
-    req.end();
-  });
-}
-
-/** A trigger body padded with a metadata string to `size` bytes, split into 64 KiB chunks. */
-function body(rewardId: string, size: number): Buffer[] {
-  const head = JSON.stringify({ participantEmail: uniqueEmail(), rewardId, metadata: { pad: '' } });
-  const pad = 'x'.repeat(Math.max(0, size - head.length));
-  const text = head.replace('"pad":""', `"pad":"${pad}"`);
-  const buf = Buffer.from(text);
-  const chunks: Buffer[] = [];
-  for (let i = 0; i < buf.length; i += 64 * 1024) chunks.push(buf.subarray(i, i + 64 * 1024));
-  return chunks;
-}
+/** A trigger body of `size` bytes, in 64 KiB chunks. */
+const body = (rewardId: string, size: number) => paddedTriggerBody(uniqueEmail(), rewardId, size);
 
 describe('the 1 MiB body limit over HTTP', () => {
   for (const chunked of [false, true]) {

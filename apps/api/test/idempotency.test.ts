@@ -1,4 +1,3 @@
-import { request } from 'node:http';
 import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { manualClock } from '@stampcard/core';
@@ -15,6 +14,7 @@ import {
   type Reply,
 } from '../../../test/support/client';
 import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { paddedTriggerBody, rawPost } from '../../../test/support/raw-post';
 import { fingerprint, refusals } from '../../../test/support/refused';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
@@ -242,48 +242,17 @@ describe('keys', () => {
   it('still refuses a chunked body over 1 MiB with the body-limit 400, and stores no key', async () => {
     const w = await makeWorld(stack.ctx);
     const key = newKey();
-    const head = JSON.stringify({
-      participantEmail: uniqueEmail(),
-      rewardId: w.reward.id,
-      metadata: { pad: '' },
-    });
-    const whole = Buffer.from(head.replace('"pad":""', `"pad":"${'x'.repeat(1024 * 1024)}"`));
     const before = await fingerprint(stack.ctx.db);
-    const r = await new Promise<{ status: number; body: any; connection?: string }>((resolve, reject) => {
-      const req = request(
-        new URL(triggerPath(w), stack.baseUrl!),
-        {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${w.key}`,
-            'content-type': 'application/json',
-            'transfer-encoding': 'chunked',
-            ...withKey(key),
-          },
-        },
-        (res) => {
-          const got: Buffer[] = [];
-          res.on('data', (d: Buffer) => got.push(d));
-          res.on('end', () =>
-            resolve({
-              status: res.statusCode ?? 0,
-              body: JSON.parse(Buffer.concat(got).toString('utf8')),
-              connection: res.headers.connection,
-            }),
-          );
-        },
-      );
-      // The server answers and closes before it has read everything.
-      req.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
-      });
-      for (let i = 0; i < whole.length; i += 64 * 1024) req.write(whole.subarray(i, i + 64 * 1024));
-      req.end();
-    });
+    const r = await rawPost(
+      new URL(triggerPath(w), stack.baseUrl!),
+      { authorization: `Bearer ${w.key}`, ...withKey(key) },
+      paddedTriggerBody(uniqueEmail(), w.reward.id, 1024 * 1024 + 64),
+      { chunked: true },
+    );
     expect(r.status).toBe(400);
     expect(r.body.code).toBe('VALIDATION_ERROR');
     expect(r.body.message).toBe('Request body is larger than 1 MiB');
-    expect(r.connection).toBe('close');
+    expect(r.headers.connection).toBe('close');
     expect(await fingerprint(stack.ctx.db)).toEqual(before);
   });
 });

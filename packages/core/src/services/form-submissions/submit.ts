@@ -1,4 +1,4 @@
-import { formSubmissions, participants, rewards } from '@stampcard/db';
+import { formSubmissions, rewards } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { invalidState, notFound, validationError } from '../../errors';
@@ -14,7 +14,7 @@ import {
 } from '../../serialize';
 import type { FormSubmissionView } from '../../views';
 import { recordEvents } from '../events';
-import { participantMatches, participantNotFound } from '../participants/lookup';
+import { lockParticipant } from '../participants/lookup';
 
 /** A submission as it changed, and the events it wrote (for the dispatcher, once committed). */
 export type FormSubmissionChange = { formSubmission: FormSubmissionView; eventIds: string[] };
@@ -38,13 +38,7 @@ export async function submitRewardForm(
     throw invalidState(`The campaign is ${campaign.status}: forms are taken only while it is IN_PROGRESS`);
   }
   return unitOfWork(ctx, async (tx) => {
-    const [participant] = await tx.db
-      .select()
-      .from(participants)
-      .where(and(eq(participants.campaignId, campaign.id), participantMatches(idOrEmail)))
-      .limit(1)
-      .for('update');
-    if (!participant) throw participantNotFound(campaign.id, idOrEmail);
+    const participant = await lockParticipant(tx, campaign.id, idOrEmail);
     const [reward] = await tx.db
       .select()
       .from(rewards)

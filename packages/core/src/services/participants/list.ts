@@ -1,7 +1,7 @@
 import { anyOf, type FraudRiskLevel, participantRewards, participants } from '@stampcard/db';
 import { and, asc, eq, gt, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
-import { type ParticipantRewardRow, serializeParticipant } from '../../serialize';
+import { type ParticipantRewardRow, type ParticipantRow, serializeParticipant } from '../../serialize';
 import type { ParticipantView } from '../../views';
 
 export type ParticipantListQuery = {
@@ -52,8 +52,21 @@ export async function listParticipants(
     .where(and(...filters))
     .orderBy(asc(byteWiseId))
     .limit(q.limit + 1);
-  const more = rows.length > q.limit;
-  const shown = rows.slice(0, q.limit);
+  return participantPage(ctx, rows, q.limit, (next) => next.id);
+}
+
+/**
+ * A page from rows read with `limit + 1`: the first `limit` participants, each with its rewards (one query), and
+ * `nextId`, made by `cursorOf` from the row that starts the next page.
+ */
+export async function participantPage(
+  ctx: Ctx,
+  rows: ParticipantRow[],
+  limit: number,
+  cursorOf: (next: ParticipantRow) => string,
+): Promise<ParticipantPage> {
+  const more = rows.length > limit;
+  const shown = rows.slice(0, limit);
   const rewards = await rewardsOfParticipants(
     ctx,
     shown.map((p) => p.id),
@@ -61,8 +74,8 @@ export async function listParticipants(
   const now = ctx.clock.now();
   return {
     participants: shown.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] })),
-    limit: q.limit,
-    nextId: more ? rows[q.limit]!.id : null,
+    limit,
+    nextId: more ? cursorOf(rows[limit]!) : null,
     more,
   };
 }

@@ -31,6 +31,25 @@ export async function findParticipant(
 export const participantNotFound = (campaignId: string, idOrEmail: string) =>
   notFound(`Participant ${idOrEmail} in campaign ${campaignId}`);
 
+/**
+ * A campaign's participant by email or id, its row locked until the transaction `ctx` runs in ends (the lock
+ * the worker takes to apply actions); 404 when there is none.
+ */
+export async function lockParticipant(
+  ctx: Ctx,
+  campaignId: string,
+  idOrEmail: string,
+): Promise<ParticipantRow> {
+  const [row] = await ctx.db
+    .select()
+    .from(participants)
+    .where(and(eq(participants.campaignId, campaignId), participantMatches(idOrEmail)))
+    .limit(1)
+    .for('update');
+  if (!row) throw participantNotFound(campaignId, idOrEmail);
+  return row;
+}
+
 export async function requireParticipant(
   ctx: Ctx,
   campaignId: string,

@@ -4,8 +4,8 @@ import { type Ctx, unitOfWork } from '../../context';
 import { notFound, validationError } from '../../errors';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
 import { recordEvents } from '../events';
-import { type ParticipantPage, rewardsOfParticipants } from './list';
-import { participantMatches, participantNotFound } from './lookup';
+import { type ParticipantPage, participantPage } from './list';
+import { lockParticipant, participantNotFound } from './lookup';
 
 /** The reason code of a level set by hand (seed: "Marked as a fraudster manually in the dashboard"). */
 const MANUAL_UPDATE = 'MANUAL_UPDATE';
@@ -70,13 +70,7 @@ export async function setFraudRiskLevel(
 ): Promise<FraudLevelSet> {
   const campaign = await requireReviewableCampaign(ctx, campaignId);
   return unitOfWork(ctx, async (tx) => {
-    const [before] = await tx.db
-      .select()
-      .from(participants)
-      .where(and(eq(participants.campaignId, campaign.id), participantMatches(idOrEmail)))
-      .limit(1)
-      .for('update');
-    if (!before) throw participantNotFound(campaign.id, idOrEmail);
+    const before = await lockParticipant(tx, campaign.id, idOrEmail);
     if (before.fraudRiskLevel === level && before.fraudReasonCode === MANUAL_UPDATE) {
       return { participant: before, changed: false };
     }
@@ -147,18 +141,7 @@ export async function listParticipantsByRisk(
     .where(and(...filters))
     .orderBy(asc(riskRank), asc(byteWiseId))
     .limit(q.limit + 1);
-  const more = rows.length > q.limit;
-  const shown = rows.slice(0, q.limit);
-  const rewards = await rewardsOfParticipants(
-    ctx,
-    shown.map((p) => p.id),
+  return participantPage(ctx, rows, q.limit, (next) =>
+    encodeRiskCursor({ level: next.fraudRiskLevel, id: next.id }),
   );
-  const now = ctx.clock.now();
-  const next = more ? rows[q.limit]! : null;
-  return {
-    participants: shown.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] })),
-    limit: q.limit,
-    nextId: next ? encodeRiskCursor({ level: next.fraudRiskLevel, id: next.id }) : null,
-    more,
-  };
 }

@@ -1,5 +1,5 @@
 import { type Metadata, participants } from '@stampcard/db';
-import { and, eq, type SQL, sql } from 'drizzle-orm';
+import { eq, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { type ValidationIssue, validationError } from '../../errors';
 import type { EventData } from '../../event-schemas';
@@ -8,7 +8,7 @@ import { dueConversion } from '../../rules/points';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
 import { type EnqueuePorts, enqueueAccepted } from '../actions/ledger';
 import { recordEvents } from '../events';
-import { normaliseEmail, participantMatches, participantNotFound } from './lookup';
+import { lockParticipant, normaliseEmail, participantNotFound } from './lookup';
 import { convertPoints } from './points';
 
 /** The contract's metadata limits (section 1), held by the stored metadata after every change. */
@@ -155,13 +155,7 @@ export async function updateParticipant(
   const now = ctx.clock.now();
   const updated = await unitOfWork(ctx, async (tx): Promise<ParticipantUpdated> => {
     const { db } = tx;
-    const [before] = await db
-      .select()
-      .from(participants)
-      .where(and(eq(participants.campaignId, campaign.id), participantMatches(idOrEmail)))
-      .limit(1)
-      .for('update');
-    if (!before) throw participantNotFound(campaign.id, idOrEmail);
+    const before = await lockParticipant(tx, campaign.id, idOrEmail);
     const stored = before.metadata ?? {};
     const notNumbers = increments.filter(
       ([key]) => Object.hasOwn(stored, key) && stored[key] !== null && typeof stored[key] !== 'number',

@@ -25,10 +25,10 @@ import {
   fraudLookupStatement,
   systemClock,
 } from '@stampcard/core';
-import { createDb, runMigrations } from '@stampcard/db';
+import type { DbHandle } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import { startStack } from '../scripts/stack';
-import { createDatabase, databaseUrl, dropDatabase } from './database';
+import { withScratchDatabase } from './database';
 import { percentile, progress, round } from './util';
 
 const USAGE =
@@ -58,28 +58,10 @@ if (
 const SMALL = 1000;
 const SHARING = 5;
 
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const dbName = `stampcard_fraud_${randomBytes(4).toString('hex')}`;
-const dbUrl = databaseUrl(adminUrl, dbName);
-
-let dropped = false;
-async function drop() {
-  if (dropped) return;
-  dropped = true;
-  await dropDatabase(adminUrl, dbName).catch((err: Error) =>
-    progress(`drop ${dbName} failed: ${err.message}`),
-  );
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    progress(`${signal}: dropping ${dbName}`);
-    void drop().finally(() => process.exit(130));
-  });
-}
 
 /** `n` participants in one statement; participant g has fingerprint `fp<g / 5>` and address 10.x.y.z. */
-async function seed(db: ReturnType<typeof createDb>, campaignId: string, n: number) {
+async function seed(db: DbHandle, campaignId: string, n: number) {
   await db.sql.begin(async (tx) => {
     await tx`
       insert into participants (id, campaign_id, email, email_key, first_name, last_name, ip_address, fingerprint,
@@ -104,24 +86,7 @@ function stats(ms: number[]) {
 
 type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
 
-async function main() {
-  progress(`database ${dbName}: creating and migrating`);
-  await createDatabase(adminUrl, dbName);
-  try {
-    await runMigrations(dbUrl);
-    const db = createDb(dbUrl, { max: 2, statementTimeoutMs: 600_000 });
-    try {
-      await measure(db);
-    } finally {
-      await db.close();
-    }
-  } finally {
-    await drop();
-    progress(`database ${dbName} dropped`);
-  }
-}
-
-async function measure(db: ReturnType<typeof createDb>) {
+async function measure(db: DbHandle, dbUrl: string) {
   const ctx: Ctx = { db: db.db, clock: systemClock };
   const limits = {
     second: 1_000_000,
@@ -225,7 +190,7 @@ async function measure(db: ReturnType<typeof createDb>) {
   );
 }
 
-main().catch((err) => {
+withScratchDatabase('stampcard_fraud', measure).catch((err) => {
   console.error(err);
   process.exitCode = 1;
 });

@@ -1,16 +1,3 @@
-/**
- * `npm run bench:ranks -- [--participants N] [--runs R]`: what a rank and a leaderboard page cost in a big campaign.
- *
- * On a database of its own (created, migrated, dropped at the end, on failure too), it seeds one campaign with N
- * participants in one INSERT … SELECT generate_series (realistic counts over this month, last month and before;
- * a neighbour campaign gets N/10), counts the leaderboard buckets, VACUUM ANALYZEs, then times with the core
- * services themselves, R runs each after two warm-ups, for each leaderboard type: one participant's rank
- * (`boardPosition`: the best, middle and worst-ranked), a page of 20 (the first, one from the middle, the last),
- * `participantRanks` (GET participant's three ranks), and, for comparison, the rank counted without the buckets
- * (everyone ahead, from the same index). Each rank is checked against its known position, and each statement's
- * plan is read with EXPLAIN (ANALYZE) to show the indexes it uses. Prints markdown tables (p50 / max ms).
- */
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
@@ -31,9 +18,9 @@ import {
   rebuildLeaderboardBuckets,
   sourcesOf,
 } from '@stampcard/core';
-import { createDb, participants, runMigrations } from '@stampcard/db';
+import { type DbHandle, participants } from '@stampcard/db';
 import { eq, type SQL, sql } from 'drizzle-orm';
-import { createDatabase, databaseUrl, dropDatabase, postgresVersion } from './database';
+import { benchAdminUrl, postgresVersion, withScratchDatabase } from './database';
 import { percentile, progress, round } from './util';
 
 const USAGE =
@@ -61,30 +48,12 @@ if (
   process.exit(2);
 }
 
-const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const dbName = `stampcard_ranks_${randomBytes(4).toString('hex')}`;
-const dbUrl = databaseUrl(adminUrl, dbName);
 /** A fixed instant mid-month, so that every run seeds and reads the same months. */
 const clock = manualClock('2026-06-15T12:00:00Z');
 const MONTH = monthKey(clock.now());
 const PREV = previousMonthKey(MONTH);
 const OLDER = previousMonthKey(PREV);
 const PAGE = 20;
-
-let dropped = false;
-async function drop() {
-  if (dropped) return;
-  dropped = true;
-  await dropDatabase(adminUrl, dbName).catch((err: Error) =>
-    progress(`drop ${dbName} failed: ${err.message}`),
-  );
-}
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    progress(`${signal}: dropping ${dbName}`);
-    void drop().finally(() => process.exit(130));
-  });
-}
 
 /**
  * `n` participants of `campaignId` in one statement, ids `<prefix><11 digits>` (12 characters, as real ids), join
@@ -93,7 +62,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
  * more), older activity adds a mean of 6; a row's monthly figures belong to the month of its last action, as the
  * worker leaves them (months roll lazily), or to its join month when it never acted since.
  */
-async function seed(db: ReturnType<typeof createDb>, campaignId: string, prefix: string, n: number) {
+async function seed(db: DbHandle, campaignId: string, prefix: string, n: number) {
   const monthStart = `${MONTH}-01T00:00:00Z`;
   const prevStart = `${PREV}-01T00:00:00Z`;
   await db.sql.begin(async (tx) => {
@@ -218,24 +187,7 @@ async function scans(ctx: Ctx, statement: SQL): Promise<string> {
   return [...seen].map(([k, n]) => (n > 1 ? `${k} ×${n}` : k)).join(', ');
 }
 
-async function main() {
-  progress(`database ${dbName}: creating and migrating`);
-  await createDatabase(adminUrl, dbName);
-  try {
-    await runMigrations(dbUrl);
-    const db = createDb(dbUrl, { max: 2, statementTimeoutMs: 600_000 });
-    try {
-      await measure(db);
-    } finally {
-      await db.close();
-    }
-  } finally {
-    await drop();
-    progress(`database ${dbName} dropped`);
-  }
-}
-
-async function measure(db: ReturnType<typeof createDb>) {
+async function measure(db: DbHandle) {
   const ctx: Ctx = { db: db.db, clock };
   const account = await createAccount(ctx, { name: 'Ranks bench', plan: 'ENTERPRISE' });
   const campaign = await createCampaign(ctx, account.id, { name: 'Big program', status: 'IN_PROGRESS' });
@@ -350,7 +302,7 @@ async function measure(db: ReturnType<typeof createDb>) {
     '',
     `### ${N.toLocaleString('en')} participants (\`npm run bench:ranks -- --participants ${N}\`)`,
     '',
-    `${(await postgresVersion(adminUrl)).split(' on ')[0]}, ${RUNS} runs after 2 warm-ups, milliseconds p50 / max, through the core ` +
+    `${(await postgresVersion(benchAdminUrl())).split(' on ')[0]}, ${RUNS} runs after 2 warm-ups, milliseconds p50 / max, through the core ` +
       `services (a neighbour campaign holds ${Math.floor(N / 10).toLocaleString('en')} more participants). Seeded in ` +
       `${round(seedS, 1)} s, buckets counted in ${round(bucketsS, 1)} s.`,
     '',
@@ -373,8 +325,7 @@ async function measure(db: ReturnType<typeof createDb>) {
   console.log(lines.join('\n'));
 }
 
-main().catch(async (err: Error) => {
+withScratchDatabase('stampcard_ranks', (db) => measure(db)).catch((err: Error) => {
   console.error(err.stack ?? err.message);
-  await drop();
-  process.exit(1);
+  process.exitCode = 1;
 });

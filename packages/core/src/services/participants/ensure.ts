@@ -63,13 +63,9 @@ export async function ensureParticipant(
     .onConflictDoNothing({ target: [participants.campaignId, participants.email] })
     .returning();
   if (!inserted) return existing(ctx, campaign, email);
-  // The rest goes out pipelined on the transaction's connection, in this order, without waiting for each answer:
-  // the throttle's count (a refusal rolls everything back), the event, then the account's and campaign's
-  // counters. Those two rows are shared by every new participant: both move in ONE statement, last, so their
-  // locks are held for as short a time as the transaction allows.
-  const throttle =
-    verdict.throttled && input.ipAddress ? countForThrottle(ctx, campaign, input.ipAddress) : undefined;
-  const recorded = recordEvents(ctx, [
+  // A refusal by the throttle rolls the insert back.
+  if (verdict.throttled && input.ipAddress) await countForThrottle(ctx, campaign, input.ipAddress);
+  await recordEvents(ctx, [
     {
       campaignId: campaign.id,
       type: 'NEW_PARTICIPANT_ADDED',
@@ -79,7 +75,9 @@ export async function ensureParticipant(
       },
     },
   ]);
-  const counting = ctx.db.execute<{ id: string }>(sql`
+  // The account and campaign rows are shared by every new participant: both counters move in ONE
+  // statement, last, so their row locks are held for as short a time as the transaction allows.
+  const counted = await ctx.db.execute<{ id: string }>(sql`
     with quota as (
       update ${accounts} set participant_count = participant_count + 1
       where id = ${campaign.accountId} and (participant_quota is null or participant_count < participant_quota)
@@ -88,7 +86,6 @@ export async function ensureParticipant(
     update ${campaigns} set participant_count = participant_count + 1
     where id = ${campaign.id} and exists (select 1 from quota)
     returning id`);
-  const [, , counted] = await Promise.all([throttle, recorded, counting]);
   if (counted.length === 0) {
     throw new DomainError(
       'USAGE_LIMIT',

@@ -19,14 +19,15 @@ const db = useTestDb();
 
 type OwnRedis = { url: string; stop(): Promise<void>; start(): Promise<void> };
 
-async function ownRedis(): Promise<OwnRedis> {
+/** A redis-server of the test's own on a free port, started now; `extraArgs` go on its command line. */
+async function ownRedis(extraArgs: string[] = []): Promise<OwnRedis> {
   const port = await freePort();
   const url = `redis://127.0.0.1:${port}`;
   let proc: ChildProcess | null = null;
   const start = async () => {
     proc = spawn(
       'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
       {
         stdio: 'ignore',
       },
@@ -80,6 +81,53 @@ describe('Redis down', () => {
         lines.some((l) => l.includes('maxmemory-policy is not noeviction') && l.includes('allkeys-lru')),
       ).toBe(true);
     } finally {
+      await own.stop();
+    }
+  });
+
+  it('says so at start when Redis refuses CONFIG GET (some managed services do)', async () => {
+    const own = await ownRedis(['--rename-command', 'CONFIG', '']);
+    try {
+      const { logger, lines } = capturedLogger('warn');
+      const s = await createTestStack(db, { redisUrl: own.url, logger, worker: false });
+      await s.close();
+      expect(lines.some((l) => l.includes('maxmemory-policy could not be read'))).toBe(true);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('a Redis that stops answering holds a request no longer than RATE_LIMIT_TIMEOUT_MS: it goes through unlimited', async () => {
+    const own = await ownRedis();
+    const s = await createTestStack(db, { redisUrl: own.url, worker: false, rateLimitTimeoutMs: 100 });
+    try {
+      // Room for every request this test sends, and the seed's 3 in flight.
+      const w = await makeWorld(s.ctx, {
+        account: { rateLimits: { second: 10_000, minute: 10_000, hour: 10_000, concurrency: 3 } },
+      });
+      const api = client(inProcess(s.app), w.key);
+      expect(hasRateHeaders((await api.get('/v1/campaigns')).headers)).toBe(true);
+      // Every client of this Redis waits for 1.5 s: it is up, but answers nothing.
+      const admin = new Redis(own.url);
+      await admin.call('CLIENT', 'PAUSE', '1500', 'ALL');
+      admin.disconnect();
+      const started = Date.now();
+      const paused = await api.get('/v1/campaigns');
+      const tookMs = Date.now() - started;
+      expect(paused.status).toBe(200);
+      expect(hasRateHeaders(paused.headers)).toBe(false);
+      // Answered while Redis was still paused: the limiter gave up on it.
+      expect(tookMs).toBeLessThan(1500);
+      // More requests while it is paused: their scripts run once it answers again, and must leave no slot taken.
+      for (let i = 0; i < 5; i++) expect((await api.get('/v1/campaigns')).status).toBe(200);
+      const after = await eventually(
+        () => api.get('/v1/campaigns'),
+        (r) => hasRateHeaders(r.headers),
+        10_000,
+      );
+      expect(after.status).toBe(200);
+    } finally {
+      await s.close();
       await own.stop();
     }
   });

@@ -65,6 +65,8 @@ export type TestStackOptions = {
   overdueGraceMs?: number;
   /** The rate limits' clock (window edges, lease expiry). @defaultValue Redis's own clock */
   limitsClock?: Clock;
+  /** `RATE_LIMIT_TIMEOUT_MS`. @defaultValue 250 */
+  rateLimitTimeoutMs?: number;
   /** Another Redis (a test's own server). @defaultValue `REDIS_URL`, or the local Redis */
   redisUrl?: string;
   /** Where the stack logs. @defaultValue a silent logger (`TEST_LOG_LEVEL` sets its level) */
@@ -99,6 +101,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     WEBHOOK_ENDPOINT_CONCURRENCY: opts.endpointConcurrency?.toString(),
     DISPATCHER_CONCURRENCY: '16',
     DISPATCH_SWEEP_MS: '200',
+    RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),
   });
   const stack = await startStack({
     config,

@@ -140,6 +140,18 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     }
   };
 
+  const release = async (lease: Lease) => {
+    if (r.status !== 'ready') return;
+    try {
+      await r.zrem(lease.key, lease.id);
+    } catch {
+      // The lease expires by itself.
+    }
+  };
+  // A script that timed out here may still run once Redis answers again, and take its lease: the release goes
+  // after it on the same connection, so no request is left holding a slot it never had.
+  const abandon = (lease: Lease) => void release(lease);
+
   return {
     async admit(input) {
       const id = randomUUID();
@@ -163,7 +175,10 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
           input.budgetMs + margin,
         ),
       );
-      if (!raw) return null;
+      if (!raw) {
+        abandon({ key: leases, id });
+        return null;
+      }
       const counts = {} as Record<RatePolicyName, PolicyCount>;
       RATE_POLICIES.forEach((p, i) => {
         counts[p.name] = {
@@ -181,18 +196,14 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       const id = randomUUID();
       const leases = key('inflight', 'ip', clientIp);
       const taken = await ask(() => r.stampcardLease(leases, now(), limit, id, budgetMs + margin));
-      if (taken === null) return null;
+      if (taken === null) {
+        abandon({ key: leases, id });
+        return null;
+      }
       return taken === 1 ? { key: leases, id } : false;
     },
 
-    async release(lease) {
-      if (r.status !== 'ready') return;
-      try {
-        await r.zrem(lease.key, lease.id);
-      } catch {
-        // The lease expires by itself.
-      }
-    },
+    release,
 
     failingSince: () => failing,
   };

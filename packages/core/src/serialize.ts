@@ -8,14 +8,15 @@ import type {
 } from '@stampcard/db';
 import { monthKey } from './clock';
 import { monthlyCountersAt } from './rules/months';
-import type {
-  ActionView,
-  CampaignRef,
-  FormSubmissionView,
-  ParticipantRewardView,
-  ParticipantRewardWithRewardView,
-  ParticipantView,
-  RewardView,
+import {
+  type ActionView,
+  type CampaignRef,
+  EMBEDDED_REWARDS,
+  type FormSubmissionView,
+  type ParticipantRewardView,
+  type ParticipantRewardWithRewardView,
+  type ParticipantView,
+  type RewardView,
 } from './views';
 
 export type CampaignRow = typeof campaigns.$inferSelect;
@@ -125,12 +126,20 @@ export function serializeParticipantRewardWithReward(
   return { ...details, ...serializeParticipantReward(pr) };
 }
 
+/** Where a participant's whole reward history is paged (a path on the API's own origin). */
+export const participantRewardsPath = (p: Pick<ParticipantRow, 'campaignId' | 'id'>) =>
+  `/v1/campaign/${encodeURIComponent(p.campaignId)}/participant/${encodeURIComponent(p.id)}/rewards`;
+
 export type Ranks = { rank: number; monthlyRank: number; prevMonthlyRank: number | null };
 
 /**
  * The Participant object. Monthly figures are shown as they stand in `now`'s month. The per-reward maps are
  * absent when empty, and are given under both spellings the seed uses (declared `…CountsPerReward`,
  * `…CountPerReward` in its response examples).
+ *
+ * `rewards`, when given, are the participant's newest (`newestRewardsOf`), newest first: at most
+ * `EMBEDDED_REWARDS` of them are shown, with `rewardCount` (all it holds), `moreRewards` (some are not shown)
+ * and `rewardsUrl` (where all are paged). Events leave them out.
  */
 export function serializeParticipant(
   p: ParticipantRow,
@@ -164,7 +173,13 @@ export function serializeParticipant(
     out.monthlyLoyaltyActionCountsPerReward = monthlyPerReward;
     out.monthlyLoyaltyActionCountPerReward = monthlyPerReward;
   }
-  if (opts.rewards) out.rewards = opts.rewards.map(serializeParticipantReward);
+  if (opts.rewards) {
+    const shown = opts.rewards.slice(0, EMBEDDED_REWARDS);
+    out.rewards = shown.map(serializeParticipantReward);
+    out.rewardCount = p.rewardCount;
+    out.moreRewards = p.rewardCount > shown.length;
+    out.rewardsUrl = participantRewardsPath(p);
+  }
   if (opts.ranks) {
     out.rank = opts.ranks.rank;
     out.monthlyRank = opts.ranks.monthlyRank;

@@ -99,6 +99,14 @@ export const ParticipantRewardWithRewardView = z.strictObject({
 });
 export type ParticipantRewardWithRewardView = z.infer<typeof ParticipantRewardWithRewardView>;
 
+/**
+ * How many earned rewards a Participant object embeds: its newest, newest first. The rest are in the paged
+ * `GET …/participant/{idOrEmail}/rewards` (`rewardsUrl`); `rewardCount` is the total. 20 is that list's
+ * default page: one page's worth (about 6.5 KB) per participant, so a page of 100 participants carries at most
+ * 2,000 rewards whatever their histories, and the many participants with fewer still show all of theirs.
+ */
+export const EMBEDDED_REWARDS = 20;
+
 export const ParticipantView = z.strictObject({
   id: z.string(),
   firstName: text,
@@ -120,7 +128,14 @@ export const ParticipantView = z.strictObject({
   loyaltyActionCountPerReward: countsPerReward.optional(),
   monthlyLoyaltyActionCountsPerReward: countsPerReward.optional(),
   monthlyLoyaltyActionCountPerReward: countsPerReward.optional(),
-  rewards: z.array(ParticipantRewardView).optional(),
+  /** The newest earned rewards, newest first, at most `EMBEDDED_REWARDS`; API reads only. */
+  rewards: z.array(ParticipantRewardView).max(EMBEDDED_REWARDS).optional(),
+  /** Every reward the participant holds (approved or not); shown with `rewards`. */
+  rewardCount: z.number().int().optional(),
+  /** `rewardCount` is more than `rewards` shows: page the rest at `rewardsUrl`. */
+  moreRewards: z.boolean().optional(),
+  /** The path of `GET …/participant/{id}/rewards`, every reward oldest first, cursor-paged. */
+  rewardsUrl: z.string().optional(),
   rank: z.number().int().optional(),
   monthlyRank: z.number().int().optional(),
   prevMonthlyRank: z.number().int().optional(),

@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi';
 import {
   ActionView,
   CampaignRef as CampaignRefView,
+  EMBEDDED_REWARDS,
   type EmittedEventType,
   EVENT_SCHEMAS,
   FormSubmissionView,
@@ -46,10 +47,30 @@ export const ParticipantRewardWithReward = named(
   { description: 'A ParticipantReward with the details of its Reward, as webhooks and events carry it' },
 );
 
-export const Participant = ParticipantView.extend({ rewards: z.array(ParticipantReward).optional() }).openapi(
-  'Participant',
-  { description: 'A person in a campaign, with their counts (monthly ones for the current UTC month)' },
-);
+export const Participant = ParticipantView.extend({
+  rewards: z
+    .array(ParticipantReward)
+    .max(EMBEDDED_REWARDS)
+    .optional()
+    .openapi({
+      description: `The newest rewards earned, newest first: at most ${EMBEDDED_REWARDS}. All of them are paged at \`rewardsUrl\`. Absent in events`,
+    }),
+  rewardCount: z
+    .number()
+    .int()
+    .optional()
+    .openapi({ description: 'How many rewards the participant holds, approved or not (shown with `rewards`)' }),
+  moreRewards: z.boolean().optional().openapi({
+    description: '`true` when `rewardCount` is more than `rewards` shows: page the rest at `rewardsUrl`',
+  }),
+  rewardsUrl: z.string().optional().openapi({
+    description:
+      "The path of `GET /v1/campaign/{id}/participant/{participantId}/rewards` on this API's origin: every reward, oldest first, cursor-paged",
+    example: '/v1/campaign/a1b2c3d4/participant/k3q9az7xy2bc/rewards',
+  }),
+}).openapi('Participant', {
+  description: `A person in a campaign, with their counts (monthly ones for the current UTC month) and their newest ${EMBEDDED_REWARDS} rewards`,
+});
 
 export const LoyaltyAction = ActionView.extend({
   createdAt: ms('When it was accepted'),

@@ -210,8 +210,9 @@ export async function fulfilCampaignReward(
 }
 
 /**
- * Removes an earned reward that is not approved yet (it no longer counts against the reward's limits). An
- * approved one stays: 400 INVALID_STATE.
+ * Removes an earned reward that is not approved yet (it no longer counts against the reward's limits), and
+ * takes it off its participant's `rewardCount`. An approved one stays: 400 INVALID_STATE. The participant's row
+ * is locked before the reward's, the order approval takes them in, so that the two never wait on each other.
  */
 export async function removeParticipantReward(
   ctx: Ctx,
@@ -219,6 +220,12 @@ export async function removeParticipantReward(
   participantRewardId: string,
 ): Promise<{ success: true }> {
   return unitOfWork(ctx, async (tx) => {
+    const found = await campaignReward(tx, campaign.id, participantRewardId);
+    await tx.db
+      .select({ id: participants.id })
+      .from(participants)
+      .where(eq(participants.id, found.participantId))
+      .for('update');
     const [removed] = await tx.db
       .delete(participantRewards)
       .where(
@@ -228,13 +235,17 @@ export async function removeParticipantReward(
           eq(participantRewards.approved, false),
         ),
       )
-      .returning({ id: participantRewards.id });
+      .returning({ participantId: participantRewards.participantId });
     if (!removed) {
       await campaignReward(tx, campaign.id, participantRewardId);
       throw invalidState(
         `Reward ${participantRewardId} is approved: only a reward not yet approved can be removed`,
       );
     }
+    await tx.db
+      .update(participants)
+      .set({ rewardCount: sql`${participants.rewardCount} - 1` })
+      .where(eq(participants.id, removed.participantId));
     return { success: true as const };
   });
 }

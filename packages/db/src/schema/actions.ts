@@ -76,6 +76,14 @@ export const participantRewards = pgTable(
   (t) => [
     index('participant_rewards_participant_idx').on(t.participantId, t.rewardId, t.earnedMonth),
     index('participant_rewards_reward_month_idx').on(t.rewardId, t.earnedMonth),
+    // A participant's rewards in the order the paged list walks them (oldest first, ties by id byte by byte),
+    // and backwards the newest few a Participant object embeds: a range of the index either way, never a sort
+    // of the whole history.
+    index('participant_rewards_participant_created_idx').on(
+      t.participantId,
+      t.createdAt,
+      sql`(${t.id} collate "C")`,
+    ),
   ],
 );
 

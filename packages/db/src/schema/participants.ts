@@ -57,6 +57,11 @@ export const participants = pgTable(
       .default(sql`'{}'::jsonb`),
     /** Approved rewards held; isWinner = approvedRewardCount > 0. */
     approvedRewardCount: integer('approved_reward_count').notNull().default(0),
+    /**
+     * Rewards earned and not removed, approved or not (`rewardCount`): kept in place by whatever adds or removes
+     * a participant reward, so that a read shows the total without counting a history that may run to thousands.
+     */
+    rewardCount: integer('reward_count').notNull().default(0),
     fraudRiskLevel: text('fraud_risk_level').$type<FraudRiskLevel>().notNull().default('LOW'),
     fraudReasonCode: text('fraud_reason_code').$type<FraudReasonCode>().notNull().default('UNIQUE_IDENTITY'),
     loyaltyActionSource: text('loyalty_action_source').$type<ParticipantSource>().notNull(),

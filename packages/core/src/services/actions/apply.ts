@@ -144,6 +144,7 @@ export async function applyActionBatch(
       const unlocked = reachesGoal(reward, goalCount(reward, { total, monthly }))
         ? decideUnlock(unlocks, { action, participant: p, reward, campaign, now })
         : null;
+      if (unlocked) p.rewardCount += 1;
       if (unlocked?.approved) {
         if (p.approvedRewardCount === 0) delta.winners += 1;
         p.approvedRewardCount += 1;
@@ -191,6 +192,7 @@ export async function applyActionBatch(
         loyalty_action_counts_per_reward: p.loyaltyActionCountsPerReward,
         monthly_loyalty_action_counts_per_reward: p.monthlyLoyaltyActionCountsPerReward,
         approved_reward_count: p.approvedRewardCount,
+        reward_count: p.rewardCount,
         updated_at: p.updatedAt.toISOString(),
       };
     });
@@ -219,11 +221,13 @@ export async function applyActionBatch(
           loyalty_action_counts_per_reward = v.loyalty_action_counts_per_reward,
           monthly_loyalty_action_counts_per_reward = v.monthly_loyalty_action_counts_per_reward,
           approved_reward_count = v.approved_reward_count,
+          reward_count = v.reward_count,
           updated_at = v.updated_at
         from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as v(
           id text, loyalty_action_count integer, counts_month text, monthly_loyalty_action_count integer,
           prev_monthly_loyalty_action_count integer, loyalty_action_counts_per_reward jsonb,
-          monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, updated_at timestamptz)
+          monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, reward_count integer,
+          updated_at timestamptz)
         where p.id = v.id`);
     }
     // Campaign rows are shared by every batch: their counters move last, right before commit.

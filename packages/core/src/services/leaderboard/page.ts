@@ -5,7 +5,7 @@ import { notFound } from '../../errors';
 import type { LeaderboardType } from '../../rules/leaderboard';
 import { serializeParticipant } from '../../serialize';
 import type { ParticipantView } from '../../views';
-import { rewardsOfParticipants } from '../participants/list';
+import { newestRewardsOf } from '../participants/list';
 import { pageIds } from './boards';
 import { boardPosition } from './ranks';
 
@@ -38,7 +38,7 @@ export const RANK_FIELD = {
  * `nextId` that is not on this leaderboard (unknown, another campaign's, removed, or without an action in that
  * month) is a 404.
  *
- * Each participant carries its rewards and the rank of this leaderboard (`rank`, `monthlyRank` or
+ * Each participant carries its newest rewards (`newestRewardsOf`, bounded) and the rank of this leaderboard (`rank`, `monthlyRank` or
  * `prevMonthlyRank`: its position, the same number its own read answers), not the other two ranks. A page costs
  * one index range per source, the page's rows and rewards by id, and for a page after the first the rank of
  * its first participant (the size of its tie, see `aheadOf`).
@@ -62,7 +62,7 @@ export async function leaderboardPage(
   const shown = ranked.slice(0, q.limit);
   const [rows, rewards] = await Promise.all([
     shown.length > 0 ? ctx.db.select().from(participants).where(anyOf(participants.id, shown)) : [],
-    rewardsOfParticipants(ctx, shown),
+    newestRewardsOf(ctx, shown),
   ]);
   const byId = new Map(rows.map((p) => [p.id, p]));
   const first = (from?.ahead ?? 0) + 1;

@@ -1,8 +1,8 @@
 import { anyOf, type FraudRiskLevel, participantRewards, participants } from '@stampcard/db';
-import { and, asc, eq, gt, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, getTableColumns, gt, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { type ParticipantRewardRow, type ParticipantRow, serializeParticipant } from '../../serialize';
-import type { ParticipantView } from '../../views';
+import { EMBEDDED_REWARDS, type ParticipantView } from '../../views';
 
 export type ParticipantListQuery = {
   limit: number;
@@ -30,7 +30,7 @@ const byteWiseId = sql`${participants.id} collate "C"`;
  * seen once or not at all. The `nextId` is a position, not a reference: it still works once that participant
  * is deleted.
  *
- * Each participant comes with its rewards (one query for the page) and without ranks: a rank is a count
+ * Each participant comes with its newest rewards (one query for the page) and without ranks: a rank is a count
  * over the whole campaign per participant, which the leaderboard is for.
  */
 export async function listParticipants(
@@ -56,8 +56,8 @@ export async function listParticipants(
 }
 
 /**
- * A page from rows read with `limit + 1`: the first `limit` participants, each with its rewards (one query), and
- * `nextId`, made by `cursorOf` from the row that starts the next page.
+ * A page from rows read with `limit + 1`: the first `limit` participants, each with its newest rewards (one
+ * query, `newestRewardsOf`), and `nextId`, made by `cursorOf` from the row that starts the next page.
  */
 export async function participantPage(
   ctx: Ctx,
@@ -67,7 +67,7 @@ export async function participantPage(
 ): Promise<ParticipantPage> {
   const more = rows.length > limit;
   const shown = rows.slice(0, limit);
-  const rewards = await rewardsOfParticipants(
+  const rewards = await newestRewardsOf(
     ctx,
     shown.map((p) => p.id),
   );
@@ -80,18 +80,39 @@ export async function participantPage(
   };
 }
 
-/** The rewards of a page of participants, oldest first, in one query: each id maps to its list (maybe empty). */
-export async function rewardsOfParticipants(
+/** A reward's place in a participant's history: when it was earned, then its id byte by byte. */
+const rewardIdByteWise = sql`${participantRewards.id} collate "C"`;
+
+/**
+ * The newest `EMBEDDED_REWARDS` rewards of each participant of `ids` (newest first), in ONE statement: a
+ * lateral join reads, per participant, the last entries of `participant_rewards_participant_created_idx`
+ * backwards and stops at the bound, so a participant with a history of thousands costs what one with twenty
+ * does. Each id maps to its list (maybe empty); the Participant object's `rewardCount` says how many there are.
+ */
+export async function newestRewardsOf(
   ctx: Ctx,
   ids: string[],
 ): Promise<Map<string, ParticipantRewardRow[]>> {
   const rewards = new Map<string, ParticipantRewardRow[]>(ids.map((id) => [id, []]));
   if (ids.length === 0) return rewards;
-  const earned = await ctx.db
+  const newest = ctx.db
     .select()
     .from(participantRewards)
-    .where(anyOf(participantRewards.participantId, ids))
-    .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id));
-  for (const pr of earned) rewards.get(pr.participantId)?.push(pr);
+    .where(eq(participantRewards.participantId, participants.id))
+    .orderBy(desc(participantRewards.createdAt), desc(rewardIdByteWise))
+    .limit(EMBEDDED_REWARDS)
+    .as('newest');
+  const columns = getTableColumns(participantRewards);
+  const fields = Object.fromEntries(Object.keys(columns).map((k) => [k, newest[k as keyof typeof columns]])) as {
+    [K in keyof typeof columns]: (typeof newest)[K];
+  };
+  const rows = await ctx.db
+    .select(fields)
+    .from(participants)
+    .crossJoinLateral(newest)
+    .where(anyOf(participants.id, ids))
+    // The join's output order is not promised: at most 20 rows a participant are sorted again.
+    .orderBy(desc(newest.createdAt), desc(sql`${newest.id} collate "C"`));
+  for (const reward of rows) rewards.get(reward.participantId)?.push(reward);
   return rewards;
 }

@@ -1,18 +1,13 @@
-import { participantRewards } from '@stampcard/db';
-import { asc, eq } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { type ParticipantRow, serializeParticipant } from '../../serialize';
 import { participantRanks } from '../leaderboard/ranks';
+import { newestRewardsOf } from './list';
 
-/** The full Participant object: counts, rewards and ranks. */
+/**
+ * The full Participant object: counts, ranks, its newest rewards (a bounded read however long its history,
+ * `newestRewardsOf`) and the total.
+ */
 export async function showParticipant(ctx: Ctx, p: ParticipantRow) {
-  const [rewards, ranks] = await Promise.all([
-    ctx.db
-      .select()
-      .from(participantRewards)
-      .where(eq(participantRewards.participantId, p.id))
-      .orderBy(asc(participantRewards.createdAt), asc(participantRewards.id)),
-    participantRanks(ctx, p),
-  ]);
-  return serializeParticipant(p, { now: ctx.clock.now(), rewards, ranks });
+  const [rewards, ranks] = await Promise.all([newestRewardsOf(ctx, [p.id]), participantRanks(ctx, p)]);
+  return serializeParticipant(p, { now: ctx.clock.now(), rewards: rewards.get(p.id) ?? [], ranks });
 }

@@ -1,5 +1,6 @@
 import {
   campaignRef,
+  EMBEDDED_REWARDS,
   EVENT_SCHEMAS,
   newId,
   serializeParticipant,
@@ -7,7 +8,7 @@ import {
   serializeParticipantRewardWithReward,
 } from '@stampcard/core';
 import { campaigns, events, participantRewards, participants, rewards, webhookMessages } from '@stampcard/db';
-import { and, asc, eq, isNull } from 'drizzle-orm';
+import { and, asc, eq, isNull, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeCampaign, makeUserWithKey, uniqueEmail } from '../../../test/support/factories';
@@ -90,6 +91,11 @@ describe("a participant's rewards", () => {
       createdAt: new Date(base + Math.floor(i / 3)),
     }));
     await stack.ctx.db.insert(participantRewards).values([...made].sort(() => Math.random() - 0.5));
+    // Counted on the participant as the worker counts what it unlocks.
+    await stack.ctx.db
+      .update(participants)
+      .set({ rewardCount: sql`${participants.rewardCount} + ${made.length}` })
+      .where(eq(participants.id, participantId));
     const expected = [first, ...made]
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
       .map((r) => r.id);
@@ -124,10 +130,14 @@ describe("a participant's rewards", () => {
       nextId: null,
       more: false,
     });
+    // The participant itself shows the newest of them, newest first, and the total.
     const shown = await w.api.get(`/v1/campaign/${w.campaign.id}/participant/${participantId}`);
-    expect([...shown.body.rewards].sort((a, b) => (a.id < b.id ? -1 : 1))).toEqual(
-      [...all.body.rewards].sort((a, b) => (a.id < b.id ? -1 : 1)),
-    );
+    expect(shown.body.rewards).toEqual(all.body.rewards.slice(-EMBEDDED_REWARDS).reverse());
+    expect(shown.body).toMatchObject({
+      rewardCount: 45,
+      moreRewards: true,
+      rewardsUrl: `/v1/campaign/${w.campaign.id}/participant/${participantId}/rewards`,
+    });
 
     // By id, and by the email in another case: the same list.
     const byParticipantId = await w.api.get(

@@ -59,7 +59,9 @@ export const Participant = ParticipantView.extend({
     .number()
     .int()
     .optional()
-    .openapi({ description: 'How many rewards the participant holds, approved or not (shown with `rewards`)' }),
+    .openapi({
+      description: 'How many rewards the participant holds, approved or not (shown with `rewards`)',
+    }),
   moreRewards: z.boolean().optional().openapi({
     description: '`true` when `rewardCount` is more than `rewards` shows: page the rest at `rewardsUrl`',
   }),

@@ -89,10 +89,7 @@ const rewardIdByteWise = sql`${participantRewards.id} collate "C"`;
  * backwards and stops at the bound, so a participant with a history of thousands costs what one with twenty
  * does. Each id maps to its list (maybe empty); the Participant object's `rewardCount` says how many there are.
  */
-export async function newestRewardsOf(
-  ctx: Ctx,
-  ids: string[],
-): Promise<Map<string, ParticipantRewardRow[]>> {
+export async function newestRewardsOf(ctx: Ctx, ids: string[]): Promise<Map<string, ParticipantRewardRow[]>> {
   const rewards = new Map<string, ParticipantRewardRow[]>(ids.map((id) => [id, []]));
   if (ids.length === 0) return rewards;
   const newest = ctx.db
@@ -103,7 +100,9 @@ export async function newestRewardsOf(
     .limit(EMBEDDED_REWARDS)
     .as('newest');
   const columns = getTableColumns(participantRewards);
-  const fields = Object.fromEntries(Object.keys(columns).map((k) => [k, newest[k as keyof typeof columns]])) as {
+  const fields = Object.fromEntries(
+    Object.keys(columns).map((k) => [k, newest[k as keyof typeof columns]]),
+  ) as {
     [K in keyof typeof columns]: (typeof newest)[K];
   };
   const rows = await ctx.db

@@ -1,5 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { listParticipantRewards, loadCampaignFor, requireParticipant } from '@stampcard/core';
+import {
+  EMBEDDED_REWARDS,
+  listParticipantRewards,
+  loadCampaignFor,
+  requireParticipant,
+} from '@stampcard/core';
 import type { App } from '../../../env';
 import { errorResponses, okResponse } from '../../../lib/schemas';
 import { participantParams } from '../participants/schemas';
@@ -9,8 +14,7 @@ const route = createRoute({
   method: 'get',
   path: '/v1/campaign/{id}/participant/{idOrEmail}/rewards',
   summary: "A participant's rewards, oldest first",
-  description:
-    'A path segment that contains `@` is an email; anything else is a participant id. Page with `nextId` (the `nextId` of the previous page: the id of the first reward of the next one) while `more` is true; `limit` 1..100 (20).',
+  description: `The participant's whole reward history (the Participant object shows only its newest ${EMBEDDED_REWARDS}, and its \`rewardsUrl\` points here). A path segment that contains \`@\` is an email; anything else is a participant id. Page with \`nextId\` (the \`nextId\` of the previous page: the id of the first reward of the next one) while \`more\` is true; \`limit\` 1..100 (20).`,
   tags: ['Participants'],
   request: {
     params: participantParams,

@@ -102,7 +102,7 @@ export type ParticipantRewardWithRewardView = z.infer<typeof ParticipantRewardWi
 /**
  * How many earned rewards a Participant object embeds: its newest, newest first. The rest are in the paged
  * `GET …/participant/{idOrEmail}/rewards` (`rewardsUrl`); `rewardCount` is the total. 20 is that list's
- * default page: one page's worth (about 6.5 KB) per participant, so a page of 100 participants carries at most
+ * default page: one page's worth (about 5.5 KB) per participant, so a page of 100 participants carries at most
  * 2,000 rewards whatever their histories, and the many participants with fewer still show all of theirs.
  */
 export const EMBEDDED_REWARDS = 20;

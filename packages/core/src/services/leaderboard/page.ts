@@ -38,10 +38,10 @@ export const RANK_FIELD = {
  * `nextId` that is not on this leaderboard (unknown, another campaign's, removed, or without an action in that
  * month) is a 404.
  *
- * Each participant carries its newest rewards (`newestRewardsOf`, bounded) and the rank of this leaderboard (`rank`, `monthlyRank` or
- * `prevMonthlyRank`: its position, the same number its own read answers), not the other two ranks. A page costs
- * one index range per source, the page's rows and rewards by id, and for a page after the first the rank of
- * its first participant (the size of its tie, see `aheadOf`).
+ * Each participant carries its newest rewards (`newestRewardsOf`, at most 20) and the rank of this leaderboard
+ * (`rank`, `monthlyRank` or `prevMonthlyRank`: its position, the same number its own read answers), not the
+ * other two ranks. A page costs one index range per source, the page's rows and newest rewards by id, and for a
+ * page after the first the rank of its first participant (the size of its tie, see `aheadOf`).
  */
 export async function leaderboardPage(
   ctx: Ctx,

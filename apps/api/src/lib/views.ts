@@ -55,13 +55,9 @@ export const Participant = ParticipantView.extend({
     .openapi({
       description: `The newest rewards earned, newest first: at most ${EMBEDDED_REWARDS}. All of them are paged at \`rewardsUrl\`. Absent in events`,
     }),
-  rewardCount: z
-    .number()
-    .int()
-    .optional()
-    .openapi({
-      description: 'How many rewards the participant holds, approved or not (shown with `rewards`)',
-    }),
+  rewardCount: z.number().int().optional().openapi({
+    description: 'How many rewards the participant holds, approved or not (shown with `rewards`)',
+  }),
   moreRewards: z.boolean().optional().openapi({
     description: '`true` when `rewardCount` is more than `rewards` shows: page the rest at `rewardsUrl`',
   }),

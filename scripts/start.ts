@@ -1,16 +1,22 @@
-import { ConfigError, createLogger, loadConfig } from '@stampcard/config';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { type Config, ConfigError, createLogger, type Logger, loadConfig } from '@stampcard/config';
 import { runMigrations } from '@stampcard/db';
 import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
 import { startStack } from './stack';
+import { type ReadyMessage, supervise } from './supervisor';
 
 const ROLES = ['all', 'api', 'worker', 'dispatcher'] as const;
 type Role = (typeof ROLES)[number];
+/** Set by `npm start`'s supervisor on the roles it runs: they report ready over IPC and stop with it. */
+const SUPERVISED = 'STAMPCARD_SUPERVISED';
 
 /**
- * `npm start` (role `all`): check the services, apply migrations, run the API, the worker and the webhook
- * dispatcher until SIGTERM. `start.ts api` / `worker` / `dispatcher` run one of them alone, for production,
- * where `npm run db:migrate` runs once before them.
+ * `npm start` (role `all`): check the services, apply migrations, then supervise the API, the worker and
+ * the webhook dispatcher, each in its own process, until SIGTERM. `start.ts api` / `worker` / `dispatcher`
+ * run one of them alone, for production, where `npm run db:migrate` runs once before them and the
+ * container runtime restarts a process that exits.
  */
 async function main() {
   const role = (process.argv[2] ?? 'all') as Role;
@@ -18,7 +24,7 @@ async function main() {
     console.error(`Unknown role "${role}": use one of ${ROLES.join(', ')}`);
     process.exit(1);
   }
-  let config: ReturnType<typeof loadConfig>;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (err) {
@@ -28,24 +34,83 @@ async function main() {
     }
     throw err;
   }
+  const logger = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' }).child({ role });
+  exitOnUncaught(logger);
   const problems = await preflight(config.DATABASE_URL, config.REDIS_URL);
   if (problems.length > 0) {
     console.error(`Stampcard cannot start:\n\n${problems.join('\n\n')}`);
     process.exit(1);
   }
-  const logger = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
-  if (role === 'all') {
-    await runMigrations(config.DATABASE_URL);
-    logger.info('migrations applied');
+  if (role === 'all') await superviseRoles(config, logger);
+  else await runRole(role, config, logger);
+}
+
+/**
+ * No process goes on after an error nothing handled: its state is unknown (a driver's connection, a
+ * half-run job), so it is logged (class, code and frames: `safeError`, never the message) and the process
+ * exits 1 for its supervisor (`npm start`'s, or the container runtime) to start a clean one.
+ */
+function exitOnUncaught(logger: Logger) {
+  const die = (origin: string) => (err: unknown) => {
+    logger.fatal({ err, origin }, 'uncaught error: exiting, for the supervisor to restart this process');
+    process.exit(1);
+  };
+  process.on('uncaughtException', die('uncaughtException'));
+  process.on('unhandledRejection', die('unhandledRejection'));
+}
+
+async function superviseRoles(config: Config, logger: Logger) {
+  await runMigrations(config.DATABASE_URL);
+  logger.info('migrations applied');
+  // Every role must take the same operator token, generated or not.
+  const env = { ...process.env, OPERATOR_TOKEN: config.OPERATOR_TOKEN, [SUPERVISED]: '1' };
+  let bannerShown = false;
+  const supervisor = supervise({
+    roles: ['api', 'worker', 'dispatcher'],
+    logger,
+    spawn: (role) =>
+      fork(fileURLToPath(import.meta.url), [role], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    onReady: (msg: ReadyMessage) => {
+      if (msg.port === undefined || bannerShown || !config.operatorTokenGenerated) return;
+      bannerShown = true;
+      printOperatorToken(config, msg.port);
+    },
+  });
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: stopping every role');
+    await supervisor.stop();
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  const failed = await supervisor.started;
+  if (failed !== null && !stopping) {
+    stopping = true;
+    await supervisor.stop();
+    process.exit(failed);
   }
+}
+
+function printOperatorToken(config: Config, port: number) {
+  console.log(
+    `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
+      `Operator API: http://localhost:${port}/admin/v1  Queue dashboard: http://localhost:${port}/admin/queues\n`,
+  );
+}
+
+async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logger) {
   let stack: Awaited<ReturnType<typeof startStack>>;
   try {
     stack = await startStack({
       config,
       logger,
-      api: role === 'all' || role === 'api' ? 'serve' : false,
-      worker: role === 'all' || role === 'worker',
-      dispatcher: role === 'all' || role === 'dispatcher',
+      api: role === 'api' ? 'serve' : false,
+      worker: role === 'worker',
+      dispatcher: role === 'dispatcher',
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
@@ -66,12 +131,8 @@ async function main() {
     (stack.worker || stack.dispatcher) && config.HEARTBEAT_FILE
       ? startHeartbeat(stack, config.HEARTBEAT_FILE)
       : null;
-  if (config.operatorTokenGenerated && stack.api) {
-    console.log(
-      `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
-        `Operator API: http://localhost:${stack.api?.port}/admin/v1  Queue dashboard: http://localhost:${stack.api?.port}/admin/queues\n`,
-    );
-  }
+  const supervised = process.env[SUPERVISED] === '1' && process.send !== undefined;
+  if (config.operatorTokenGenerated && stack.api && !supervised) printOperatorToken(config, stack.api.port);
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -89,6 +150,11 @@ async function main() {
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
+  if (supervised) {
+    // A supervisor that is gone (killed) leaves no one to stop this role: stop with it.
+    process.on('disconnect', () => void stop('supervisor gone'));
+    process.send?.({ type: 'stampcard:ready', role, port: stack.api?.port } satisfies ReadyMessage);
+  }
 }
 
 await main();

@@ -14,7 +14,11 @@ COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY packages/jobs/package.json packages/jobs/
 COPY packages/webhooks/package.json packages/webhooks/
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+# --ignore-scripts keeps every dependency's install scripts from running; the project's own postinstall,
+# which applies patches/ (the PostgreSQL driver's fix, packages/db/README.md), is then run by name and
+# fails the build when a patch no longer applies.
+COPY patches ./patches
+RUN npm ci --omit=dev --ignore-scripts && npm run postinstall && npm cache clean --force
 COPY tsconfig.json ./
 COPY apps ./apps
 COPY packages ./packages

@@ -34,7 +34,9 @@ async function main() {
     }
     throw err;
   }
-  const logger = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' }).child({ role });
+  const base = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
+  // A role's lines name it (npm start interleaves three); the supervisor's lines name the role they are about.
+  const logger = role === 'all' ? base : base.child({ role });
   exitOnUncaught(logger);
   const problems = await preflight(config.DATABASE_URL, config.REDIS_URL);
   if (problems.length > 0) {

@@ -36,7 +36,55 @@ describe('the Docker image', () => {
   });
 });
 
+describe('the PostgreSQL driver patch (patches/, packages/db/README.md)', () => {
+  const patches = readdirSync(root('patches'));
+
+  it('is applied at every install: a root postinstall that fails npm ci when a patch no longer applies', () => {
+    expect(pkg.scripts.postinstall).toBe('patch-package --error-on-fail --error-on-warn');
+    // Pinned exactly, and a runtime dependency: the image installs with --omit=dev.
+    expect(pkg.dependencies['patch-package']).toMatch(/^\d+\.\d+\.\d+$/);
+    const installed = JSON.parse(read('node_modules/postgres/package.json')).version;
+    expect(patches).toContain(`postgres+${installed}.patch`);
+  });
+
+  it('is in the installed driver: nextWrite settles a closed connection instead of throwing', () => {
+    for (const build of ['src', 'cjs/src', 'cf/src']) {
+      const code = read(`node_modules/postgres/${build}/connection.js`);
+      const nextWrite = code.slice(code.indexOf('function nextWrite('));
+      expect(nextWrite, build).toMatch(
+        /^function nextWrite\(fn\) \{\s+if \(socket === null\) \{[^}]*error\(Errors\.connection\('CONNECTION_CLOSED'/,
+      );
+      // Teardown forgets a buffered write and its timer, so the next connection can flush again.
+      expect(
+        code.match(/^ +clearImmediate\(nextWriteTimer\)\n\s+chunk = nextWriteTimer = null/gm),
+        build,
+      ).toHaveLength(2);
+    }
+  });
+
+  it('is applied in the image too, where dependencies install without their scripts', () => {
+    const copy = dockerfile.indexOf('COPY patches ./patches');
+    const install = dockerfile.search(/RUN npm ci .*--ignore-scripts && npm run postinstall/);
+    expect(copy).toBeGreaterThan(0);
+    expect(install).toBeGreaterThan(copy);
+  });
+});
+
 describe('docker-compose.yml', () => {
+  it('restarts every long-running service when it exits; only the one-shot migrate does not', () => {
+    const services = compose.slice(compose.indexOf('\nservices:'), compose.indexOf('\nvolumes:'));
+    const names = [...services.matchAll(/^ {2}(\w[\w-]*):\n/gm)].map((m) => m[1]!);
+    expect(names).toEqual(['postgres', 'redis', 'migrate', 'api', 'worker', 'dispatcher']);
+    const anchor = compose.slice(compose.indexOf('x-app: &app'), compose.indexOf('\nservices:'));
+    expect(anchor).toMatch(/^ {2}restart: unless-stopped$/m);
+    for (const name of names) {
+      const block = services.slice(services.indexOf(`\n  ${name}:\n`) + 1).split(/\n {2}\w[\w-]*:\n/)[0]!;
+      const policy =
+        block.match(/^ {4}restart: (.+)$/m)?.[1] ?? (block.includes('<<: *app') ? 'unless-stopped' : null);
+      expect(policy, name).toBe(name === 'migrate' ? '"no"' : 'unless-stopped');
+    }
+  });
+
   it('publishes every port on 127.0.0.1 only', () => {
     const ports = [...compose.matchAll(/ports:\s*\[([^\]]*)\]/g)].flatMap((m) =>
       m[1]!.split(',').map((p) => p.trim().replace(/^"|"$/g, '')),

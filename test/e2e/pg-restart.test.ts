@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { connectPostgres } from '@stampcard/db';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { client, eventually, overHttp } from '../support/client';
+import { TEST_RATE_LIMITS } from '../support/factories';
+import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
+import { freePort, type Run, startProcess, waitForOutput } from '../support/processes';
+
+/**
+ * A PostgreSQL of this test's own, restarted (`pg_ctl restart -m fast`) and then frozen (SIGSTOP) under a
+ * steady load of actions, with `npm start`'s three roles running against it as real processes. Before the
+ * driver patch (patches/postgres+3.4.9.patch) the worker, and the API with it, died of
+ * `TypeError: Cannot read properties of null (reading 'write')` from the driver's `nextWrite`.
+ */
+const TOKEN = `op_${randomBytes(16).toString('hex')}`;
+const PREFIX = `stampcard_pgrestart_${randomBytes(4).toString('hex')}`;
+const RATE_PER_S = 150;
+
+let pg: OwnPostgres | undefined;
+let run: Run | undefined;
+afterAll(async () => {
+  if (run && run.child.exitCode === null) {
+    run.child.kill('SIGTERM');
+    await Promise.race([run.exited, new Promise((r) => setTimeout(r, 40_000))]);
+    if (run.child.exitCode === null) run.child.kill('SIGKILL');
+  }
+  pg?.destroy();
+  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  const keys = await redis.keys(`${PREFIX}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+}, 60_000);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
+  it('kill no role: every process stays up, every accepted action is applied, the API answers again', async () => {
+    pg = await startOwnPostgres();
+    const port = await freePort();
+    run = startProcess({
+      DATABASE_URL: pg.url('stampcard'),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN: TOKEN,
+      QUEUE_PREFIX: PREFIX,
+    });
+    await waitForOutput(run, /Stampcard API listening/, 30_000);
+    await waitForOutput(run, /webhook dispatcher and sweep running/, 30_000);
+    await waitForOutput(run, /worker and relay running/, 30_000);
+    const http = overHttp(`http://127.0.0.1:${port}`);
+    const op = client(http, TOKEN);
+    const account = await op.post('/admin/v1/accounts', {
+      name: 'Acme',
+      plan: 'GROWTH',
+      rateLimits: TEST_RATE_LIMITS,
+    });
+    expect(account.status).toBe(200);
+    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
+      email: 'a@acme.test',
+      role: 'ADMIN',
+    });
+    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
+    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
+      name: 'Coffee',
+      status: 'IN_PROGRESS',
+    });
+    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
+      title: 'Free coffee',
+      conversionsRequired: 3,
+      isUnlimited: true,
+    });
+    expect(reward.status).toBe(200);
+    const api = client(http, key);
+    const path = `/v1/campaign/${campaign.body.id}/loyalty-action`;
+
+    // A steady load, at most 300 requests in flight, each bounded by its own timeout.
+    const accepted: string[] = [];
+    const answers = new Map<number | string, number>();
+    const inFlight = new Set<Promise<void>>();
+    let n = 0;
+    let loading = true;
+    const load = (async () => {
+      while (loading) {
+        for (let i = 0; i < RATE_PER_S / 10 && inFlight.size < 300; i++) {
+          const email = `p${n++ % 400}@example.com`;
+          const p = api
+            .post(path, { participantEmail: email, rewardId: reward.body.id }, {})
+            .then(
+              (r) => {
+                answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
+                if (r.status === 200) accepted.push(r.body.action.id);
+              },
+              (err: Error) => void answers.set(err.name, (answers.get(err.name) ?? 0) + 1),
+            )
+            .finally(() => inFlight.delete(p));
+          inFlight.add(p);
+        }
+        await sleep(100);
+      }
+      await Promise.all(inFlight);
+    })();
+
+    await sleep(2000);
+    pg.restart();
+    await sleep(3000);
+    pg.freeze();
+    await sleep(5000);
+    pg.thaw();
+    await sleep(3000);
+    loading = false;
+    await load;
+
+    // Every role survived: none died, so none was restarted.
+    expect(run.child.exitCode).toBeNull();
+    const deaths = run
+      .output()
+      .split('\n')
+      .filter((line) => /uncaught error|exited; restarting/.test(line));
+    expect(deaths).toEqual([]);
+    expect(run.output().match(/process started/g)).toHaveLength(3);
+    expect(accepted.length, JSON.stringify([...answers])).toBeGreaterThan(RATE_PER_S);
+
+    // The API answers again, and every action it accepted ends up APPLIED.
+    await eventually(
+      () => client(http).get('/ready'),
+      (r) => r.status === 200,
+      20_000,
+    );
+    const sql = connectPostgres(pg.url('stampcard'), { max: 1, onnotice: () => {} });
+    try {
+      const applied = await eventually(
+        async () =>
+          (
+            await sql<{ n: number }[]>`
+              select count(*)::int as n from loyalty_actions where id = any(${accepted}) and status = 'APPLIED'`
+          )[0]!.n,
+        (count) => count === accepted.length,
+        30_000,
+      );
+      expect(applied).toBe(accepted.length);
+    } finally {
+      await sql.end({ timeout: 1 });
+    }
+  }, 120_000);
+});

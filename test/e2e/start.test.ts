@@ -3,11 +3,18 @@ import { rmSync, statSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client } from '../support/client';
-import { startProcess as start, waitForOutput as waitFor } from '../support/processes';
+import {
+  freePort,
+  ROOT,
+  type Run,
+  startProcess as start,
+  waitForOutput as waitFor,
+} from '../support/processes';
 import { startReceiver } from '../support/receiver';
 import { useTestDb } from '../support/use';
 
@@ -155,4 +162,118 @@ describe('first-run errors are one clear message', () => {
     while (statSync(file).mtimeMs === first && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
     expect(statSync(file).mtimeMs).toBeGreaterThan(first);
   });
+});
+
+/** The pid of the latest process the supervisor started for `role`, from its log line. */
+function latestPid(run: Run, role: string): number {
+  const pids = [...run.output().matchAll(new RegExp(`"pid":(\\d+),"msg":"${role} process started"`, 'g'))];
+  const pid = Number(pids.at(-1)?.[1]);
+  expect(pid).toBeGreaterThan(0);
+  return pid;
+}
+
+describe('no role stays dead', () => {
+  it('npm start restarts a role that died, after a backoff that doubles, and says so; the API answers again on its port', async () => {
+    const prefix = `stampcard_sup_${randomBytes(4).toString('hex')}`;
+    const port = await freePort();
+    const run = start({
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN: TOKEN,
+      QUEUE_PREFIX: prefix,
+    });
+    onTestFinished(async () => {
+      if (run.child.exitCode === null) run.child.kill('SIGTERM');
+      await run.exited;
+      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+      const keys = await redis.keys(`${prefix}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+      redis.disconnect();
+    });
+    await waitFor(run, /Stampcard API listening/);
+    await waitFor(run, /worker and relay running/);
+    await waitFor(run, /webhook dispatcher and sweep running/);
+    const http = (path: string, init: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
+
+    process.kill(latestPid(run, 'api'), 'SIGKILL');
+    await waitFor(
+      run,
+      /"code":null,"signal":"SIGKILL","restartInMs":1000,"deathsInARow":1,"msg":"api exited; restarting it in 1000 ms"/,
+    );
+    await waitFor(run, /"msg":"api restarted and running"/);
+    expect((await client(http).get('/health')).status).toBe(200);
+
+    // Dying again at once waits twice as long.
+    process.kill(latestPid(run, 'worker'), 'SIGKILL');
+    await waitFor(run, /"msg":"worker restarted and running"/);
+    process.kill(latestPid(run, 'worker'), 'SIGKILL');
+    await waitFor(run, /"restartInMs":2000,"deathsInARow":2,"msg":"worker exited; restarting it in 2000 ms"/);
+    await waitFor(run, /"msg":"worker restarted and running"[\s\S]*"msg":"worker restarted and running"/);
+
+    // The restarted worker applies actions.
+    const op = client(http, TOKEN);
+    const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
+    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
+      email: 'a@acme.test',
+      role: 'ADMIN',
+    });
+    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
+    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
+      name: 'Coffee',
+      status: 'IN_PROGRESS',
+    });
+    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, { title: 'Free coffee' });
+    const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action?wait=true`, {
+      participantEmail: 'ada@example.com',
+      rewardId: reward.body.id,
+    });
+    expect(action.status).toBe(200);
+    expect(action.body.action.status).toBe('APPLIED');
+    expect(run.child.exitCode).toBeNull();
+
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+    expect(run.output()).toContain('"msg":"stopped"');
+  });
+
+  it.each([
+    ['exception', 'uncaughtException'],
+    ['rejection', 'unhandledRejection'],
+  ])(
+    'a role process logs an uncaught %s (its class, never its message) and exits 1 for its supervisor',
+    async (kind, origin) => {
+      const prefix = `stampcard_crash_${randomBytes(4).toString('hex')}`;
+      const preload = `${pathToFileURL(join(ROOT, 'test/support/crash-on-signal.ts')).href}?${kind}`;
+      const run = start({ DATABASE_URL: db.url, QUEUE_PREFIX: prefix, OPERATOR_TOKEN: TOKEN }, [
+        '--import',
+        preload,
+        'scripts/start.ts',
+        'worker',
+      ]);
+      onTestFinished(async () => {
+        if (run.child.exitCode === null) run.child.kill('SIGKILL');
+        await run.exited;
+        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+        const keys = await redis.keys(`${prefix}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      });
+      await waitFor(run, /worker and relay running/);
+      run.child.kill('SIGUSR2');
+      expect(await run.exited).toBe(1);
+      const fatal = run
+        .output()
+        .split('\n')
+        .find((line) => line.includes('uncaught error'));
+      expect(JSON.parse(fatal!)).toMatchObject({
+        level: 60,
+        role: 'worker',
+        origin,
+        err: { type: 'TypeError' },
+        msg: 'uncaught error: exiting, for the supervisor to restart this process',
+      });
+      expect(run.output()).not.toContain('sk_live_never_logged');
+    },
+  );
 });

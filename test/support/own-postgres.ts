@@ -48,10 +48,10 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   let destroyed = false;
   const destroy = () => {
     if (destroyed) return;
-    destroyed = true;
     try {
       thaw();
     } catch {}
+    destroyed = true;
     try {
       run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {}
@@ -59,11 +59,11 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
   };
   const pids = () => {
     const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    const children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-    return [postmaster, ...children];
+    let children = '';
+    try {
+      children = execFileSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' });
+    } catch {} // pgrep exits 1 when it finds none
+    return [postmaster, ...children.split('\n').filter(Boolean).map(Number)];
   };
   const signal = (sig: NodeJS.Signals) => {
     for (const pid of pids()) {
@@ -72,7 +72,9 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
       } catch {}
     }
   };
-  const thaw = () => signal('SIGCONT');
+  const thaw = () => {
+    if (!destroyed) signal('SIGCONT');
+  };
   try {
     run('initdb', ['-D', data, '-U', 'postgres', '-A', 'trust', '--no-sync', '--no-locale', '-E', 'UTF8']);
     const port = await freePort();

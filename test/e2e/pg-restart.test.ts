@@ -49,9 +49,9 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
       OPERATOR_TOKEN: TOKEN,
       QUEUE_PREFIX: PREFIX,
     });
-    await waitForOutput(run, /Stampcard API listening/, 30_000);
-    await waitForOutput(run, /webhook dispatcher and sweep running/, 30_000);
-    await waitForOutput(run, /worker and relay running/, 30_000);
+    await waitForOutput(run, /Stampcard API listening/, 60_000);
+    await waitForOutput(run, /webhook dispatcher and sweep running/, 60_000);
+    await waitForOutput(run, /worker and relay running/, 60_000);
     const http = overHttp(`http://127.0.0.1:${port}`);
     const op = client(http, TOKEN);
     const account = await op.post('/admin/v1/accounts', {
@@ -160,5 +160,5 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
     } finally {
       await sql.end({ timeout: 1 });
     }
-  }, 120_000);
+  }, 150_000);
 });

@@ -21,6 +21,9 @@ import { useTestDb } from '../support/use';
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
 
 const db = useTestDb();
+/** npm start runs four processes: on a busy machine they take a while to be up (a bound, not an assertion). */
+const STARTUP_MS = 60_000;
+const NPM_START_TEST_MS = 150_000;
 
 /** The file's modification time, once it exists. */
 async function eventuallyStat(file: string, timeoutMs = 10_000): Promise<number> {
@@ -47,80 +50,95 @@ describe('npm start', () => {
     expect(run.output()).toMatch(/PORT/);
   });
 
-  it('migrates, serves (API, worker and dispatcher: an action becomes a signed webhook), and stops gracefully on SIGTERM', async () => {
-    const receiver = await startReceiver();
-    onTestFinished(() => receiver.close());
-    const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
-    onTestFinished(async () => {
-      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
-    });
-    const run = start({
-      DATABASE_URL: db.url,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      OPERATOR_TOKEN: TOKEN,
-      QUEUE_PREFIX: prefix,
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    });
-    const [, port] = await waitFor(run, /"port":(\d+)/);
-    await waitFor(run, /webhook dispatcher and sweep running/);
-    const base = `http://127.0.0.1:${port}`;
-    const http = (path: string, init: RequestInit) => fetch(`${base}${path}`, init);
-    expect((await client(http).get('/health')).status).toBe(200);
-    expect((await client(http).get('/ready')).body.status).toBe('ready');
-    const op = client(http, TOKEN);
-    const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
-    expect(account.status).toBe(200);
-    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
-      email: 'a@acme.test',
-      role: 'ADMIN',
-    });
-    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
-    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
-      name: 'Coffee',
-      status: 'IN_PROGRESS',
-    });
-    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, { title: 'Free coffee' });
-    const endpoint = await op.post(`/admin/v1/campaigns/${campaign.body.id}/webhook-endpoints`, {
-      url: receiver.url,
-      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
-    });
-    expect(endpoint.status).toBe(200);
-    const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action`, {
-      participantEmail: 'ada@example.com',
-      rewardId: reward.body.id,
-    });
-    expect(action.status).toBe(200);
-    const [delivery] = await receiver.waitFor(1);
-    const goal = new Webhook(endpoint.body.secret).verify(
-      delivery!.body,
-      delivery!.headers as Record<string, string>,
-    );
-    expect(goal).toMatchObject({
-      type: 'PARTICIPANT_REACHED_A_GOAL',
-      data: { reward: { title: 'Free coffee' } },
-    });
-    run.child.kill('SIGTERM');
-    expect(await run.exited).toBe(0);
-    expect(run.output()).toContain('"msg":"stopped"');
-  });
+  it(
+    'migrates, serves (API, worker and dispatcher: an action becomes a signed webhook), and stops gracefully on SIGTERM',
+    async () => {
+      const receiver = await startReceiver();
+      onTestFinished(() => receiver.close());
+      const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
+      onTestFinished(async () => {
+        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+        const keys = await redis.keys(`${prefix}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      });
+      const run = start({
+        DATABASE_URL: db.url,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        OPERATOR_TOKEN: TOKEN,
+        QUEUE_PREFIX: prefix,
+        WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      });
+      const [, port] = await waitFor(run, /"port":(\d+)/, STARTUP_MS);
+      await waitFor(run, /webhook dispatcher and sweep running/, STARTUP_MS);
+      const base = `http://127.0.0.1:${port}`;
+      const http = (path: string, init: RequestInit) => fetch(`${base}${path}`, init);
+      expect((await client(http).get('/health')).status).toBe(200);
+      expect((await client(http).get('/ready')).body.status).toBe('ready');
+      const op = client(http, TOKEN);
+      const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
+      expect(account.status).toBe(200);
+      const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
+        email: 'a@acme.test',
+        role: 'ADMIN',
+      });
+      const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
+      const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
+        name: 'Coffee',
+        status: 'IN_PROGRESS',
+      });
+      const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
+        title: 'Free coffee',
+      });
+      const endpoint = await op.post(`/admin/v1/campaigns/${campaign.body.id}/webhook-endpoints`, {
+        url: receiver.url,
+        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+      });
+      expect(endpoint.status).toBe(200);
+      const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action`, {
+        participantEmail: 'ada@example.com',
+        rewardId: reward.body.id,
+      });
+      expect(action.status).toBe(200);
+      const [delivery] = await receiver.waitFor(1);
+      const goal = new Webhook(endpoint.body.secret).verify(
+        delivery!.body,
+        delivery!.headers as Record<string, string>,
+      );
+      expect(goal).toMatchObject({
+        type: 'PARTICIPANT_REACHED_A_GOAL',
+        data: { reward: { title: 'Free coffee' } },
+      });
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      expect(run.output()).toContain('"msg":"stopped"');
+    },
+    NPM_START_TEST_MS,
+  );
 });
 
 describe('first-run errors are one clear message', () => {
-  it('a port already in use is named, with how to pick another, and exit 1', async () => {
-    const taken = createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    onTestFinished(() => new Promise<void>((resolve) => taken.close(() => resolve())));
-    const port = (taken.address() as AddressInfo).port;
-    const run = start({ DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', OPERATOR_TOKEN: TOKEN });
-    expect(await run.exited).toBe(1);
-    expect(run.output()).toContain(`Port ${port} on 127.0.0.1 is already in use`);
-    expect(run.output()).toContain(`PORT=${port + 1} npm start`);
-    expect(run.output()).not.toMatch(/^\s+at /m);
-  });
+  it(
+    'a port already in use is named, with how to pick another, and exit 1',
+    async () => {
+      const taken = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      onTestFinished(() => new Promise<void>((resolve) => taken.close(() => resolve())));
+      const port = (taken.address() as AddressInfo).port;
+      const run = start({
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OPERATOR_TOKEN: TOKEN,
+      });
+      expect(await run.exited).toBe(1);
+      expect(run.output()).toContain(`Port ${port} on 127.0.0.1 is already in use`);
+      expect(run.output()).toContain(`PORT=${port + 1} npm start`);
+      expect(run.output()).not.toMatch(/^\s+at /m);
+    },
+    NPM_START_TEST_MS,
+  );
 
   it('npm run db:migrate in production needs only DATABASE_URL', async () => {
     const env = { NODE_ENV: 'production', DATABASE_URL: db.url, OPERATOR_TOKEN: '' };
@@ -173,69 +191,85 @@ function latestPid(run: Run, role: string): number {
 }
 
 describe('no role stays dead', () => {
-  it('npm start restarts a role that died, after a backoff that doubles, and says so; the API answers again on its port', async () => {
-    const prefix = `stampcard_sup_${randomBytes(4).toString('hex')}`;
-    const port = await freePort();
-    const run = start({
-      DATABASE_URL: db.url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      OPERATOR_TOKEN: TOKEN,
-      QUEUE_PREFIX: prefix,
-    });
-    onTestFinished(async () => {
-      if (run.child.exitCode === null) run.child.kill('SIGTERM');
-      await run.exited;
-      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
-    });
-    await waitFor(run, /Stampcard API listening/);
-    await waitFor(run, /worker and relay running/);
-    await waitFor(run, /webhook dispatcher and sweep running/);
-    const http = (path: string, init: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
+  it(
+    'npm start restarts a role that died, after a backoff that doubles, and says so; the API answers again on its port',
+    async () => {
+      const prefix = `stampcard_sup_${randomBytes(4).toString('hex')}`;
+      const port = await freePort();
+      const run = start({
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OPERATOR_TOKEN: TOKEN,
+        QUEUE_PREFIX: prefix,
+      });
+      onTestFinished(async () => {
+        if (run.child.exitCode === null) run.child.kill('SIGTERM');
+        await run.exited;
+        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+        const keys = await redis.keys(`${prefix}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      });
+      await waitFor(run, /Stampcard API listening/, STARTUP_MS);
+      await waitFor(run, /worker and relay running/, STARTUP_MS);
+      await waitFor(run, /webhook dispatcher and sweep running/, STARTUP_MS);
+      const http = (path: string, init: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
 
-    process.kill(latestPid(run, 'api'), 'SIGKILL');
-    await waitFor(
-      run,
-      /"code":null,"signal":"SIGKILL","restartInMs":1000,"deathsInARow":1,"msg":"api exited; restarting it in 1000 ms"/,
-    );
-    await waitFor(run, /"msg":"api restarted and running"/);
-    expect((await client(http).get('/health')).status).toBe(200);
+      process.kill(latestPid(run, 'api'), 'SIGKILL');
+      await waitFor(
+        run,
+        /"code":null,"signal":"SIGKILL","restartInMs":1000,"deathsInARow":1,"msg":"api exited; restarting it in 1000 ms"/,
+      );
+      await waitFor(run, /"msg":"api restarted and running"/, STARTUP_MS);
+      expect((await client(http).get('/health')).status).toBe(200);
 
-    // Dying again at once waits twice as long.
-    process.kill(latestPid(run, 'worker'), 'SIGKILL');
-    await waitFor(run, /"msg":"worker restarted and running"/);
-    process.kill(latestPid(run, 'worker'), 'SIGKILL');
-    await waitFor(run, /"restartInMs":2000,"deathsInARow":2,"msg":"worker exited; restarting it in 2000 ms"/);
-    await waitFor(run, /"msg":"worker restarted and running"[\s\S]*"msg":"worker restarted and running"/);
+      // Dying again at once waits twice as long.
+      process.kill(latestPid(run, 'worker'), 'SIGKILL');
+      await waitFor(run, /"msg":"worker restarted and running"/, STARTUP_MS);
+      process.kill(latestPid(run, 'worker'), 'SIGKILL');
+      await waitFor(
+        run,
+        /"restartInMs":2000,"deathsInARow":2,"msg":"worker exited; restarting it in 2000 ms"/,
+      );
+      await waitFor(
+        run,
+        /"msg":"worker restarted and running"[\s\S]*"msg":"worker restarted and running"/,
+        STARTUP_MS,
+      );
 
-    // The restarted worker applies actions.
-    const op = client(http, TOKEN);
-    const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
-    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
-      email: 'a@acme.test',
-      role: 'ADMIN',
-    });
-    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
-    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
-      name: 'Coffee',
-      status: 'IN_PROGRESS',
-    });
-    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, { title: 'Free coffee' });
-    const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action?wait=true`, {
-      participantEmail: 'ada@example.com',
-      rewardId: reward.body.id,
-    });
-    expect(action.status).toBe(200);
-    expect(action.body.action.status).toBe('APPLIED');
-    expect(run.child.exitCode).toBeNull();
+      // The restarted worker applies actions.
+      const op = client(http, TOKEN);
+      const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
+      const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
+        email: 'a@acme.test',
+        role: 'ADMIN',
+      });
+      const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
+      const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
+        name: 'Coffee',
+        status: 'IN_PROGRESS',
+      });
+      const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
+        title: 'Free coffee',
+      });
+      const action = await client(http, key).post(
+        `/v1/campaign/${campaign.body.id}/loyalty-action?wait=true`,
+        {
+          participantEmail: 'ada@example.com',
+          rewardId: reward.body.id,
+        },
+      );
+      expect(action.status).toBe(200);
+      expect(action.body.action.status).toBe('APPLIED');
+      expect(run.child.exitCode).toBeNull();
 
-    run.child.kill('SIGTERM');
-    expect(await run.exited).toBe(0);
-    expect(run.output()).toContain('"msg":"stopped"');
-  });
+      run.child.kill('SIGTERM');
+      expect(await run.exited).toBe(0);
+      expect(run.output()).toContain('"msg":"stopped"');
+    },
+    NPM_START_TEST_MS,
+  );
 
   it.each([
     ['exception', 'uncaughtException'],

@@ -13,7 +13,10 @@ export type SupervisorOptions = {
   /** Starts one role's process, with an IPC channel (`fork`) over which it sends a `ReadyMessage`. */
   spawn: (role: string) => ChildProcess;
   logger: Logger;
-  /** Called for each ready message (the API's port for the first-run banner). */
+  /**
+   * Called for each ready message (the API's port for the first-run banner).
+   * @defaultValue none
+   */
   onReady?: (msg: ReadyMessage, restarts: number) => void;
   /**
    * The wait before restarting a role that died, doubled on each death in a row.

@@ -79,7 +79,7 @@ const IDEMPOTENCY_KEY_PARAMETER = {
   in: 'header',
   required: false,
   description:
-    'Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). Keys are scoped to the API key (the operator token has its own).',
+    'Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own).',
   schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[!-~]+$' },
 };
 

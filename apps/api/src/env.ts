@@ -78,6 +78,11 @@ export type AppEnv = {
      * after that point (the write happened, so "nothing was accepted" would be wrong).
      */
     lateReply?: () => Response;
+    /**
+     * Set by a route whose answer carries a secret shown once (an API key, a webhook signing secret): the
+     * top-level fields of its JSON answer that the Idempotency-Key store must never keep (see `withholdSecrets`).
+     */
+    secretFields?: readonly string[];
     /** Set by the request deadline: gives the request `ms` more (the write slowdown holds it that long). */
     extendDeadline?: (ms: number) => void;
   };

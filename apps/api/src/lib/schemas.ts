@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { IDEMPOTENT_WITHHELD_HEADER } from '../middleware/idempotency';
 import { errorResponsesFor, OPERATOR_ERRORS, PUBLIC_ERRORS } from './error-schema';
 
 /** Bounds of a PostgreSQL `integer` column: every integer input is held to what its column stores. */
@@ -44,6 +45,25 @@ export const operatorErrorResponses = errorResponsesFor(OPERATOR_ERRORS);
 export function okResponse<T extends z.ZodType = typeof jsonObject>(description: string, schema?: T) {
   return {
     200: { description, content: { 'application/json': { schema: (schema ?? jsonObject) as T } } },
+  };
+}
+
+/**
+ * The 200 answer of a route that shows a secret once (see `withholdSecrets`): a replay of it for a repeated
+ * `Idempotency-Key` has the secret's field `null` and names it in `Idempotent-Withheld`.
+ */
+export function okSecretResponse<T extends z.ZodType>(description: string, schema: T) {
+  return {
+    200: {
+      description,
+      headers: z.object({
+        [IDEMPOTENT_WITHHELD_HEADER]: z.string().optional().openapi({
+          description:
+            'Only on a replay: the fields that held a secret in the first answer, `null` here (the secret is never stored)',
+        }),
+      }),
+      content: { 'application/json': { schema } },
+    },
   };
 }
 

@@ -16,6 +16,11 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
 /** How long a key holds its answer, from the first request. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+/**
+ * Set on a replayed answer whose secrets were withheld: the names of the fields that are `null` in it and
+ * held a secret in the first answer (`key`, `secret`). A secret is shown once, in the first answer only.
+ */
+export const IDEMPOTENT_WITHHELD_HEADER = 'Idempotent-Withheld';
 /** 1 to 255 printable ASCII characters, no space. */
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /**
@@ -39,7 +44,8 @@ export type IdempotencyOptions = {
  * (PostgreSQL, table `idempotency_keys`); a repeat with the same key and the same request (method, path
  * with query, content type, body bytes) gets that answer again, with `Idempotent-Replayed: true`, and does
  * nothing. While the first still runs, a repeat is a 409 DUPLICATE_REQUEST; the same key with another
- * request is a 400. A 5xx or 409 answer is not kept (nothing was done): a repeat runs again.
+ * request is a 400. A 5xx or 409 answer is not kept (nothing was done): a repeat runs again. An answer that
+ * shows a secret once is kept without it (`withholdSecrets`): its replay has the secret's field `null`.
  *
  * A request without the header costs nothing here: no statement, no await.
  *
@@ -54,6 +60,35 @@ export function idempotency(opts: IdempotencyOptions): MiddlewareHandler<AppEnv>
     if (key === undefined) return next();
     return idempotent(c, next, opts.scope(c), key);
   };
+}
+
+/**
+ * Called by a route whose answer shows a secret once (`POST …/api-keys`, endpoint creation, `rotate-secret`):
+ * the Idempotency-Key store keeps its answer with these top-level fields `null`, and a replay says so in
+ * `Idempotent-Withheld`. Only a hash of an API key is stored anywhere; a webhook secret only where signing
+ * needs it (`webhook_endpoints`), never in a stored answer.
+ */
+export function withholdSecrets(c: Context<AppEnv>, fields: readonly string[]): void {
+  c.set('secretFields', fields);
+}
+
+/**
+ * What is stored of an answer that carries secrets: its JSON with those fields `null`, and the header that
+ * names them. A body that is not a JSON object (nothing this service answers) is not stored at all.
+ */
+function withoutSecrets(body: string, fields: readonly string[]): { body: string; withheld: string[] } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { body: '', withheld: [] };
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return { body: '', withheld: [] };
+  const answer = parsed as Record<string, unknown>;
+  const withheld = fields.filter((f) => Object.hasOwn(answer, f));
+  for (const f of withheld) answer[f] = null;
+  return { body: JSON.stringify(answer), withheld };
 }
 
 /** "The same request": method, path with query, content type and the body's bytes. */
@@ -135,7 +170,13 @@ async function record(
     const value = res.headers.get(name);
     if (value !== null) headers[name] = value;
   }
-  const body = await res.text();
+  let body = await res.text();
+  const secretFields = c.get('secretFields');
+  if (secretFields) {
+    const kept = withoutSecrets(body, secretFields);
+    body = kept.body;
+    if (kept.withheld.length > 0) headers[IDEMPOTENT_WITHHELD_HEADER] = kept.withheld.join(', ');
+  }
   await settle(
     c,
     recordIdempotentAnswer(c.get('ctx').db, claim, {

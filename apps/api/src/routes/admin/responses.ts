@@ -44,7 +44,10 @@ export const NewApiKey = z
   .strictObject({
     id: z.string(),
     userId: z.string(),
-    key: z.string().openapi({ description: 'The key: shown in this answer only, only its hash is kept' }),
+    key: z.string().nullable().openapi({
+      description:
+        'The key: shown in this answer only, only its hash is kept; null in a replay of it (`Idempotent-Withheld: key`)',
+    }),
     keyPrefix: z.string(),
     createdAt: ms('When it was made'),
   })

@@ -1,7 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { createApiKey } from '@stampcard/core';
 import type { App } from '../../../env';
-import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { okSecretResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { withholdSecrets } from '../../../middleware/idempotency';
 import { NewApiKey } from '../responses';
 
 const route = createRoute({
@@ -11,10 +12,13 @@ const route = createRoute({
   tags: ['Operator: accounts'],
   request: { params: z.object({ userId: z.string().min(1).max(64) }) },
   responses: {
-    ...okResponse('`{ id, key, keyPrefix, userId, createdAt }`', NewApiKey),
+    ...okSecretResponse('`{ id, key, keyPrefix, userId, createdAt }`', NewApiKey),
     ...operatorErrorResponses,
   },
 });
 
 export const registerCreateApiKey = (app: App) =>
-  app.openapi(route, async (c) => c.json(await createApiKey(c.get('ctx'), c.req.valid('param').userId), 200));
+  app.openapi(route, async (c) => {
+    withholdSecrets(c, ['key']);
+    return c.json(await createApiKey(c.get('ctx'), c.req.valid('param').userId), 200);
+  });

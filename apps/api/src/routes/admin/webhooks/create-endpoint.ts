@@ -2,7 +2,8 @@ import { z } from '@hono/zod-openapi';
 import { createEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { jsonBody, okSecretResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { withholdSecrets } from '../../../middleware/idempotency';
 import { WebhookEndpointWithSecret } from './responses';
 import { EndpointBody } from './schemas';
 
@@ -13,7 +14,7 @@ const route = createBodyRoute({
   tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(EndpointBody) },
   responses: {
-    ...okResponse('The endpoint with its `secret`', WebhookEndpointWithSecret),
+    ...okSecretResponse('The endpoint with its `secret`', WebhookEndpointWithSecret),
     ...operatorErrorResponses,
   },
 });
@@ -21,6 +22,7 @@ const route = createBodyRoute({
 export const registerCreateEndpoint = (app: App) =>
   app.openapi(route, async (c) => {
     const { allowPrivateNetworks } = c.get('deps');
+    withholdSecrets(c, ['secret']);
     const endpoint = await createEndpoint(c.get('ctx'), c.req.valid('param').id, c.req.valid('json'), {
       allowPrivateNetworks,
     });

@@ -39,7 +39,10 @@ export const WebhookEndpoint = z
 export const WebhookEndpointWithSecret = z
   .strictObject({
     ...endpointFields,
-    secret: z.string().openapi({ description: 'The signing secret (`whsec_…`), shown in this answer only' }),
+    secret: z.string().nullable().openapi({
+      description:
+        'The signing secret (`whsec_…`), shown in this answer only: null in a replay of it (`Idempotent-Withheld: secret`), which never stores it',
+    }),
   })
   .openapi('WebhookEndpointWithSecret', { description: 'A webhook endpoint with its new signing secret' });
 

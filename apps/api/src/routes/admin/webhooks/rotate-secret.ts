@@ -1,7 +1,8 @@
 import { rotateSecret } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { jsonBody, okSecretResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { withholdSecrets } from '../../../middleware/idempotency';
 import { WebhookEndpointWithSecret } from './responses';
 import { endpointIdParam, RotateBody } from './schemas';
 
@@ -12,12 +13,16 @@ const route = createBodyRoute({
   tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, body: jsonBody(RotateBody) },
   responses: {
-    ...okResponse('The endpoint with its new `secret`', WebhookEndpointWithSecret),
+    ...okSecretResponse('The endpoint with its new `secret`', WebhookEndpointWithSecret),
     ...operatorErrorResponses,
   },
 });
 
 export const registerRotateSecret = (app: App) =>
-  app.openapi(route, async (c) =>
-    c.json(await rotateSecret(c.get('ctx'), c.req.valid('param').id, c.req.valid('json').overlapMs), 200),
-  );
+  app.openapi(route, async (c) => {
+    withholdSecrets(c, ['secret']);
+    return c.json(
+      await rotateSecret(c.get('ctx'), c.req.valid('param').id, c.req.valid('json').overlapMs),
+      200,
+    );
+  });

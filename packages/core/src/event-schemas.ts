@@ -69,14 +69,13 @@ export const EVENT_SCHEMAS = {
     campaign: CampaignRef,
   }),
   CAMPAIGN_ENDED: z.strictObject({ campaign: CampaignRef }),
-  /** An endpoint stopped receiving: it answered 410 Gone, or every attempt failed for 5 days. */
+  /**
+   * An endpoint stopped receiving: it answered 410 Gone, or every attempt failed for 5 days. It is named by its
+   * id and its URL's host (with a port, if any), never its whole URL: paths, queries and `user:pass@` often
+   * hold the receiver's credentials, and this event goes to the campaign's other subscribers.
+   */
   WEBHOOK_ENDPOINT_DISABLED: z.strictObject({
-    endpoint: z.strictObject({
-      id: z.string(),
-      url: z.string(),
-      kind: z.enum(['NOTIFY', 'FULFILMENT']),
-      description: z.string(),
-    }),
+    endpoint: z.strictObject({ id: z.string(), host: z.string() }),
     reason: z.enum(['GONE', 'FAILING']),
     /** When its failures began (UTC ms); null for a 410. */
     failingSince: z.number().int().nullable(),

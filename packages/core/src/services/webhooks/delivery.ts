@@ -301,12 +301,9 @@ async function disableEndpoint(
       campaignId: endpoint.campaignId,
       type: 'WEBHOOK_ENDPOINT_DISABLED',
       data: {
-        endpoint: {
-          id: endpoint.id,
-          url: endpoint.url,
-          kind: endpoint.kind,
-          description: endpoint.description,
-        },
+        // Its host only: a URL's path, query and `user:pass@` often carry the receiver's credentials, and this
+        // event goes to every other subscriber of the campaign.
+        endpoint: { id: endpoint.id, host: new URL(endpoint.url).host },
         reason,
         failingSince: failingSince ? failingSince.getTime() : null,
         campaign: { id: endpoint.campaignId },

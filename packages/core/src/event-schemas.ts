@@ -68,6 +68,27 @@ export const EVENT_SCHEMAS = {
     reward: ParticipantRewardWithRewardView,
     campaign: CampaignRef,
   }),
+  /**
+   * A participant was deleted. Ids and counts only: deleting a participant erases its personal data from every
+   * stored event and answer (README, Right to erasure), and this event carries none. `rejectedLoyaltyActionCount`:
+   * its actions still QUEUED, now REJECTED (`reason: PARTICIPANT_DELETED`); `erasedEventCount`: its past events
+   * whose copy of it was scrubbed.
+   */
+  PARTICIPANT_DELETED: z.strictObject({
+    participantId: z.string(),
+    campaign: CampaignRef,
+    loyaltyActionCount: z.number().int(),
+    approvedRewardCount: z.number().int(),
+    rejectedLoyaltyActionCount: z.number().int(),
+    erasedEventCount: z.number().int(),
+  }),
+  /** An earned reward not yet approved was removed (the API's DELETE): ids only. */
+  PARTICIPANT_REWARD_DELETED: z.strictObject({
+    participantRewardId: z.string(),
+    rewardId: z.string(),
+    participantId: z.string(),
+    campaign: CampaignRef,
+  }),
   CAMPAIGN_ENDED: z.strictObject({ campaign: CampaignRef }),
   /**
    * An endpoint stopped receiving: it answered 410 Gone, or every attempt failed for 5 days. It is named by its

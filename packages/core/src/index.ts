@@ -7,6 +7,7 @@ export * from './lookup-cache';
 export * from './micro-batch';
 export * from './rules/counters';
 export * from './rules/delivery';
+export * from './rules/erasure';
 export * from './rules/forms';
 export * from './rules/fraud';
 export * from './rules/leaderboard';

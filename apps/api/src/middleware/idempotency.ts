@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { DomainError, validationError } from '@stampcard/core';
+import { DomainError, participantsShown, validationError } from '@stampcard/core';
 import {
   claimIdempotencyKey,
   type IdempotencyRow,
@@ -72,20 +72,23 @@ export function withholdSecrets(c: Context<AppEnv>, fields: readonly string[]): 
   c.set('secretFields', fields);
 }
 
+/** The answer's JSON, or undefined when it is not JSON (nothing this service answers). */
+function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * What is stored of an answer that carries secrets: its JSON with those fields `null`, and the header that
  * names them. A body that is not a JSON object (nothing this service answers) is not stored at all.
  */
-function withoutSecrets(body: string, fields: readonly string[]): { body: string; withheld: string[] } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(body);
-  } catch {
-    return { body: '', withheld: [] };
-  }
+function withoutSecrets(parsed: unknown, fields: readonly string[]): { body: string; withheld: string[] } {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     return { body: '', withheld: [] };
-  const answer = parsed as Record<string, unknown>;
+  const answer = { ...(parsed as Record<string, unknown>) };
   const withheld = fields.filter((f) => Object.hasOwn(answer, f));
   for (const f of withheld) answer[f] = null;
   return { body: JSON.stringify(answer), withheld };
@@ -171,9 +174,10 @@ async function record(
     if (value !== null) headers[name] = value;
   }
   let body = await res.text();
+  const parsed = parseJson(body);
   const secretFields = c.get('secretFields');
   if (secretFields) {
-    const kept = withoutSecrets(body, secretFields);
+    const kept = withoutSecrets(parsed, secretFields);
     body = kept.body;
     if (kept.withheld.length > 0) headers[IDEMPOTENT_WITHHELD_HEADER] = kept.withheld.join(', ');
   }
@@ -184,6 +188,8 @@ async function record(
       contentType: res.headers.get('content-type'),
       headers,
       body,
+      // Tagged with the participants it shows, so erasing one of them scrubs this answer too.
+      subjects: participantsShown(parsed),
     }),
   );
 }

@@ -210,15 +210,18 @@ export async function fulfilCampaignReward(
 }
 
 /**
- * Removes an earned reward that is not approved yet (it no longer counts against the reward's limits), and
- * takes it off its participant's `rewardCount`. An approved one stays: 400 INVALID_STATE. The participant's row
- * is locked before the reward's, the order approval takes them in, so that the two never wait on each other.
+ * Removes an earned reward that is not approved yet (it no longer counts against the reward's limits), takes
+ * it off its participant's `rewardCount`, and records `PARTICIPANT_REWARD_DELETED` (ids only), whose id is
+ * answered in `eventIds` for the caller to hand to the dispatcher once this has committed. An approved one
+ * stays: 400 INVALID_STATE. The participant's row is locked before the reward's, the order approval takes them
+ * in, so that the two never wait on each other. The participant stays too, so nothing of the person is erased
+ * here: erasure is deleting the participant (`deleteParticipant`).
  */
 export async function removeParticipantReward(
   ctx: Ctx,
   campaign: CampaignRow,
   participantRewardId: string,
-): Promise<{ success: true }> {
+): Promise<{ success: true; eventIds: string[] }> {
   return unitOfWork(ctx, async (tx) => {
     const found = await campaignReward(tx, campaign.id, participantRewardId);
     await tx.db
@@ -235,7 +238,11 @@ export async function removeParticipantReward(
           eq(participantRewards.approved, false),
         ),
       )
-      .returning({ participantId: participantRewards.participantId });
+      .returning({
+        id: participantRewards.id,
+        rewardId: participantRewards.rewardId,
+        participantId: participantRewards.participantId,
+      });
     if (!removed) {
       await campaignReward(tx, campaign.id, participantRewardId);
       throw invalidState(
@@ -246,7 +253,19 @@ export async function removeParticipantReward(
       .update(participants)
       .set({ rewardCount: sql`${participants.rewardCount} - 1` })
       .where(eq(participants.id, removed.participantId));
-    return { success: true as const };
+    const eventIds = await recordEvents(tx, [
+      {
+        campaignId: campaign.id,
+        type: 'PARTICIPANT_REWARD_DELETED',
+        data: {
+          participantRewardId: removed.id,
+          rewardId: removed.rewardId,
+          participantId: removed.participantId,
+          campaign: campaignRef(campaign),
+        },
+      },
+    ]);
+    return { success: true as const, eventIds };
   });
 }
 

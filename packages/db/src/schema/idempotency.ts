@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
 
 export const IDEMPOTENCY_STATES = ['RUNNING', 'DONE'] as const;
@@ -27,6 +28,11 @@ export const idempotencyKeys = pgTable(
     /** The answer's headers worth replaying (the ids of the loyalty actions it made), by name. */
     responseHeaders: jsonb('response_headers').$type<Record<string, string>>(),
     responseBody: text('response_body'),
+    /**
+     * The participants the answer shows (their ids), so erasing one finds the answers to scrub; null when it
+     * shows none.
+     */
+    subjects: text('subjects').array(),
     startedAt: timestamp('started_at', { withTimezone: true, mode: 'date' }).notNull(),
     /** A `RUNNING` row past this belongs to a process that died: the next repeat takes it over. */
     lockedUntil: timestamp('locked_until', { withTimezone: true, mode: 'date' }).notNull(),
@@ -36,5 +42,6 @@ export const idempotencyKeys = pgTable(
   (t) => [
     primaryKey({ name: 'idempotency_keys_pk', columns: [t.scope, t.key] }),
     index('idempotency_keys_expires_idx').on(t.expiresAt),
+    index('idempotency_keys_subjects_idx').using('gin', t.subjects).where(sql`${t.subjects} is not null`),
   ],
 );

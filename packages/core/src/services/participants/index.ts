@@ -1,4 +1,5 @@
 export * from './ensure';
+export * from './erase';
 export * from './fraud';
 export * from './list';
 export * from './lookup';

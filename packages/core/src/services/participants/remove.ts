@@ -2,8 +2,10 @@ import { accounts, campaigns, loyaltyActions, participants } from '@stampcard/db
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { boardsOf, bucketMoves } from '../../rules/leaderboard';
-import type { CampaignRow } from '../../serialize';
+import { type CampaignRow, campaignRef } from '../../serialize';
+import { recordEvents } from '../events';
 import { bucketChanges, moveBuckets } from '../leaderboard/buckets';
+import { eraseParticipantData } from './erase';
 import { findParticipant, participantNotFound } from './lookup';
 
 /** The `reason` of a QUEUED loyalty action whose participant was deleted before a worker applied it. */
@@ -15,7 +17,10 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * foreign keys cascade), and the counters follow: the account's participant count (its quota), the
  * campaign's `participantCount`, `loyaltyActionCount` (minus the participant's count) and `winnerCount`
  * (minus one when it held an approved reward), and the leaderboard buckets of its counts. Applied and rejected
- * actions stay in the ledger, and past events in the outbox, as history.
+ * actions stay in the ledger, and past events in the outbox, as history, but without the person: deletion is
+ * the right-to-erasure path, and `eraseParticipantData` scrubs its personal data from them in the same
+ * transaction. `PARTICIPANT_DELETED` (ids and counts only) is recorded; its id is answered in `eventIds`, for the
+ * caller to hand to the dispatcher once this has committed.
  *
  * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
  * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
@@ -27,11 +32,12 @@ export async function deleteParticipant(
   ctx: Ctx,
   campaign: CampaignRow,
   idOrEmail: string,
-): Promise<{ success: true }> {
+): Promise<{ success: true; eventIds: string[] }> {
   const found = await findParticipant(ctx, campaign.id, idOrEmail);
   if (!found) throw participantNotFound(campaign.id, idOrEmail);
-  return unitOfWork(ctx, async ({ db }) => {
-    await db
+  return unitOfWork(ctx, async (tx) => {
+    const { db } = tx;
+    const rejected = await db
       .update(loyaltyActions)
       .set({ status: 'REJECTED', reason: PARTICIPANT_DELETED })
       .where(
@@ -50,7 +56,8 @@ export async function deleteParticipant(
             .orderBy(asc(loyaltyActions.id))
             .for('update'),
         ),
-      );
+      )
+      .returning({ id: loyaltyActions.id });
     // DELETE … RETURNING locks the row and answers it as last committed: its counts include every action a
     // worker applied before this got the lock.
     const [gone] = await db
@@ -58,6 +65,9 @@ export async function deleteParticipant(
       .where(and(eq(participants.id, found.id), eq(participants.campaignId, campaign.id)))
       .returning();
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
+    // Before the shared rows (buckets, account, campaign) are locked: a long history is erased in several
+    // statements, and other writers of the campaign must not wait for them.
+    const erased = await eraseParticipantData(tx, campaign.id, gone);
     // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
     await moveBuckets(
       { ...ctx, db },
@@ -75,6 +85,20 @@ export async function deleteParticipant(
         winnerCount: sql`${campaigns.winnerCount} - ${gone.approvedRewardCount > 0 ? 1 : 0}`,
       })
       .where(eq(campaigns.id, campaign.id));
-    return { success: true as const };
+    const eventIds = await recordEvents(tx, [
+      {
+        campaignId: campaign.id,
+        type: 'PARTICIPANT_DELETED',
+        data: {
+          participantId: gone.id,
+          campaign: campaignRef(campaign),
+          loyaltyActionCount: gone.loyaltyActionCount,
+          approvedRewardCount: gone.approvedRewardCount,
+          rejectedLoyaltyActionCount: rejected.length,
+          erasedEventCount: erased.events,
+        },
+      },
+    ]);
+    return { success: true as const, eventIds };
   });
 }

@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { deleteParticipant, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
 import { errorResponses, okResponse } from '../../../lib/schemas';
+import { committed } from '../rewards/shared';
 import { ParticipantRemoved, participantParams } from './schemas';
 
 const route = createRoute({
@@ -9,7 +10,7 @@ const route = createRoute({
   path: '/v1/campaign/{id}/participant/{idOrEmail}',
   summary: 'Remove a participant',
   description:
-    "Removes the participant, its rewards and its counts from the program in one transaction: the campaign's `participantCount`, `loyaltyActionCount` and `winnerCount` follow, the account's quota is freed, and its loyalty actions still QUEUED are REJECTED (`reason: PARTICIPANT_DELETED`). A segment that contains `@` is an email; anything else is a participant id.",
+    "Removes the participant, its rewards and its counts from the program in one transaction: the campaign's `participantCount`, `loyaltyActionCount` and `winnerCount` follow, the account's quota is freed, and its loyalty actions still QUEUED are REJECTED (`reason: PARTICIPANT_DELETED`), and `PARTICIPANT_DELETED` is sent (ids and counts only). Deletion is an erasure: the person's email, names, notes, metadata and form answers are scrubbed from every stored event (and so from webhook messages still to send or replayed later), from what receivers answered to them, and from stored `Idempotency-Key` answers; ids and counts stay. A segment that contains `@` is an email; anything else is a participant id.",
   tags: ['Participants'],
   request: { params: participantParams },
   responses: { ...okResponse('`{ success: true }`', ParticipantRemoved), ...errorResponses },
@@ -20,5 +21,7 @@ export const registerDeleteParticipant = (app: App) =>
     const ctx = c.get('ctx');
     const { id, idOrEmail } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-    return c.json(await deleteParticipant(ctx, campaign, idOrEmail), 200);
+    const { eventIds, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail);
+    await committed(c, eventIds, () => c.json(removed, 200));
+    return c.json(removed, 200);
   });

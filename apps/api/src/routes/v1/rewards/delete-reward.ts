@@ -3,14 +3,14 @@ import { loadCampaignFor, removeParticipantReward } from '@stampcard/core';
 import type { App } from '../../../env';
 import { okResponse } from '../../../lib/schemas';
 import { RemovedParticipantReward } from '../responses';
-import { rewardChangeErrors, rewardParams } from './shared';
+import { committed, rewardChangeErrors, rewardParams } from './shared';
 
 const route = createRoute({
   method: 'delete',
   path: '/v1/campaign/{id}/reward/{participantRewardId}',
   summary: 'Remove an earned reward that is not approved yet',
   description:
-    "The reward is gone, and no longer counts against the reward's limits. An approved reward cannot be removed: 400 `INVALID_STATE`.",
+    "The reward is gone, and no longer counts against the reward's limits; `PARTICIPANT_REWARD_DELETED` is sent (ids only). An approved reward cannot be removed: 400 `INVALID_STATE`.",
   tags: ['Participants'],
   request: { params: rewardParams },
   responses: { ...okResponse('`{ success: true }`', RemovedParticipantReward), ...rewardChangeErrors },
@@ -21,5 +21,7 @@ export const registerDeleteReward = (app: App) =>
     const ctx = c.get('ctx');
     const { id, participantRewardId } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-    return c.json(await removeParticipantReward(ctx, campaign, participantRewardId), 200);
+    const { eventIds, ...removed } = await removeParticipantReward(ctx, campaign, participantRewardId);
+    await committed(c, eventIds, () => c.json(removed, 200));
+    return c.json(removed, 200);
   });

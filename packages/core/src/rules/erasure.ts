@@ -1,0 +1,88 @@
+/**
+ * Right to erasure: what of a deleted participant is scrubbed from the JSON Stampcard keeps after it (stored
+ * events, which webhook messages are built from, and stored `Idempotency-Key` answers). Ids, counts,
+ * statuses and times stay, so the ledger still adds up; the person's email, names, notes, metadata and form
+ * answers go. The shapes it recognises are those of `views.ts`: a Participant (`id` and `email`) and
+ * anything naming the participant by `participantId` (a FormSubmission's `participantEmail` and `formData`).
+ */
+
+/** What an erased email reads: still a string, as the schemas of past events say it is. */
+export const ERASED_EMAIL = '';
+
+/** A Participant's personal fields, as erasure leaves them. */
+const ERASED_PARTICIPANT = {
+  email: ERASED_EMAIL,
+  firstName: null,
+  lastName: null,
+  notes: null,
+  metadata: {},
+};
+/** A FormSubmission's personal fields, as erasure leaves them. */
+const ERASED_SUBMISSION = { participantEmail: ERASED_EMAIL, formData: {} };
+
+/**
+ * `value` with every trace of participant `participantId` scrubbed, and whether anything changed. Pure: the
+ * value given is not modified. Other participants' data is left as it is.
+ */
+export function eraseParticipant(
+  value: unknown,
+  participantId: string,
+): { value: unknown; changed: boolean } {
+  let changed = false;
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (typeof v !== 'object' || v === null) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, inner] of Object.entries(v)) out[k] = walk(inner);
+    const scrub = (fields: Record<string, unknown>) => {
+      for (const [k, erased] of Object.entries(fields)) {
+        if (!Object.hasOwn(out, k)) continue;
+        if (JSON.stringify(out[k]) !== JSON.stringify(erased)) changed = true;
+        out[k] = erased;
+      }
+    };
+    if (out.id === participantId && Object.hasOwn(out, 'email')) scrub(ERASED_PARTICIPANT);
+    if (out.participantId === participantId) scrub(ERASED_SUBMISSION);
+    return out;
+  };
+  const scrubbed = walk(value);
+  return { value: changed ? scrubbed : value, changed };
+}
+
+/**
+ * A request path with any segment naming the participant by its email (the API takes `{idOrEmail}`, in any
+ * case, percent-encoded or not) naming it by its id instead. `email` as stored: trimmed, lower-cased.
+ */
+export function erasePath(path: string, email: string, participantId: string): string {
+  return path
+    .split('/')
+    .map((segment) => {
+      let decoded = segment;
+      try {
+        decoded = decodeURIComponent(segment);
+      } catch {}
+      return decoded.trim().toLowerCase() === email ? participantId : segment;
+    })
+    .join('/');
+}
+
+/**
+ * The participants an answer shows (a Participant's `id`, any `participantId`), so a stored answer can be
+ * found again when one of them is erased. At most `max`: an answer naming more is found by its first ones.
+ */
+export function participantsShown(value: unknown, max = 100): string[] {
+  const found = new Set<string>();
+  const walk = (v: unknown) => {
+    if (found.size >= max || typeof v !== 'object' || v === null) return;
+    if (Array.isArray(v)) {
+      for (const x of v) walk(x);
+      return;
+    }
+    const o = v as Record<string, unknown>;
+    if (typeof o.id === 'string' && Object.hasOwn(o, 'email')) found.add(o.id);
+    if (typeof o.participantId === 'string') found.add(o.participantId);
+    for (const x of Object.values(o)) walk(x);
+  };
+  walk(value);
+  return [...found].slice(0, max);
+}

@@ -1,0 +1,3 @@
+ALTER TABLE "idempotency_keys" ADD COLUMN "subjects" text[];--> statement-breakpoint
+CREATE INDEX "events_participant_idx" ON "events" USING btree (("data" #>> '{participant,id}'),"seq") WHERE ("events"."data" #>> '{participant,id}') is not null;--> statement-breakpoint
+CREATE INDEX "idempotency_keys_subjects_idx" ON "idempotency_keys" USING gin ("subjects") WHERE "idempotency_keys"."subjects" is not null;

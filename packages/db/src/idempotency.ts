@@ -147,34 +147,35 @@ export async function purgeIdempotencyKeys(db: Tx, now: Date, limit = 1000): Pro
   return deleted.length;
 }
 
-/** What erasure rewrites of a stored answer: its request's path and its body. */
-export type StoredRequest = { path: string; body: string | null };
-
 /**
- * Rewrites every stored answer that shows participant `subject` with `scrub` (erasure): its path and body, in
- * batches of `batch` through the subjects index, inside the caller's transaction; answers how many. Each
- * rewritten row loses the subject, so the next batch finds the rest, and an answer is never scrubbed twice.
+ * Rewrites every stored answer that shows participant `subject` with `scrub(body)` (erasure), in batches of
+ * `batch` through the subjects index, inside the caller's transaction; answers how many. Each rewritten row
+ * loses the subject, so the next batch finds the rest, and an answer is never scrubbed twice.
  */
 export async function scrubIdempotentAnswers(
   db: Tx,
   subject: string,
-  scrub: (stored: StoredRequest) => StoredRequest,
+  scrub: (body: string) => string,
   batch = 500,
 ): Promise<number> {
   const subjects = sql`array[${subject}]::text[]`;
   let total = 0;
   for (;;) {
-    const rows = await db.execute<{ scope: string; key: string; path: string; body: string | null }>(sql`
-      select scope, key, path, response_body as body from ${idempotencyKeys}
+    const rows = await db.execute<{ scope: string; key: string; body: string | null }>(sql`
+      select scope, key, response_body as body from ${idempotencyKeys}
       where subjects @> ${subjects} and subjects is not null
       limit ${batch}
       for update`);
     if (rows.length === 0) return total;
-    const input = rows.map((r) => ({ scope: r.scope, key: r.key, ...scrub({ path: r.path, body: r.body }) }));
+    const input = rows.map((r) => ({
+      scope: r.scope,
+      key: r.key,
+      body: r.body === null ? null : scrub(r.body),
+    }));
     await db.execute(sql`
       update ${idempotencyKeys} k
-      set path = u.path, response_body = u.body, subjects = nullif(array_remove(k.subjects, ${subject}), '{}')
-      from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as u(scope text, key text, path text, body text)
+      set response_body = u.body, subjects = nullif(array_remove(k.subjects, ${subject}), '{}')
+      from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as u(scope text, key text, body text)
       where k.scope = u.scope and k.key = u.key`);
     total += rows.length;
     if (rows.length < batch) return total;

@@ -10,6 +10,7 @@ import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { AppEnv } from '../env';
 import { requestBudgetMs } from './deadline';
+import { loggablePath } from './request-log';
 
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 /** Set on an answer replayed from an earlier request with the same key. */
@@ -129,7 +130,8 @@ async function idempotent(
     ...claim,
     requestHash: hash,
     method: c.req.method,
-    path: c.req.path,
+    // As logged: a participant addressed by email is stored as `:email`, so no key row holds an address.
+    path: loggablePath(c.req.path),
     now,
     lockedUntil: new Date(now.getTime() + requestBudgetMs(c) + LOCK_MARGIN_MS),
     expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),

@@ -50,23 +50,6 @@ export function eraseParticipant(
 }
 
 /**
- * A request path with any segment naming the participant by its email (the API takes `{idOrEmail}`, in any
- * case, percent-encoded or not) naming it by its id instead. `email` as stored: trimmed, lower-cased.
- */
-export function erasePath(path: string, email: string, participantId: string): string {
-  return path
-    .split('/')
-    .map((segment) => {
-      let decoded = segment;
-      try {
-        decoded = decodeURIComponent(segment);
-      } catch {}
-      return decoded.trim().toLowerCase() === email ? participantId : segment;
-    })
-    .join('/');
-}
-
-/**
  * The participants an answer shows (a Participant's `id`, any `participantId`), so a stored answer can be
  * found again when one of them is erased. At most `max`: an answer naming more is found by its first ones.
  */

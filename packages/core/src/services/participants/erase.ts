@@ -1,7 +1,7 @@
 import { events, scrubIdempotentAnswers, webhookAttempts, webhookMessages } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
-import { eraseParticipant, erasePath } from '../../rules/erasure';
+import { eraseParticipant } from '../../rules/erasure';
 
 /** Events scrubbed per statement: a participant with a long history is erased in several bounded steps. */
 const ERASE_BATCH = 500;
@@ -16,8 +16,8 @@ const ERASE_BATCH = 500;
  *   erased copy;
  * - what receivers answered to those events' messages (`webhook_attempts.response_excerpt`: a receiver may echo
  *   the body), set to null;
- * - the stored `Idempotency-Key` answers that show it (tagged with its id when recorded): their bodies, and
- *   their request paths, which may name it by its email (`…/participant/{email}`).
+ * - the stored `Idempotency-Key` answers that show it (tagged with its id when recorded). Their request paths
+ *   hold no email: a key row stores the path as logged, an email segment as `:email`.
  *
  * Its form submissions and participant rewards go with its row (the foreign keys cascade). Ids, counts, statuses
  * and times stay, so the ledger still adds up. Answers how many events and answers it rewrote.
@@ -25,10 +25,9 @@ const ERASE_BATCH = 500;
 export async function eraseParticipantData(
   ctx: Ctx,
   campaignId: string,
-  participant: { id: string; email: string },
+  participantId: string,
 ): Promise<{ events: number; answers: number }> {
   const { db } = ctx;
-  const participantId = participant.id;
   let erasedEvents = 0;
   let after = '0';
   for (;;) {
@@ -59,10 +58,7 @@ export async function eraseParticipantData(
     erasedEvents += changed.length;
     if (rows.length < ERASE_BATCH) break;
   }
-  const answers = await scrubIdempotentAnswers(db, participant.id, ({ path, body }) => ({
-    path: erasePath(path, participant.email, participant.id),
-    body: body === null ? null : eraseJson(body, participant.id),
-  }));
+  const answers = await scrubIdempotentAnswers(db, participantId, (body) => eraseJson(body, participantId));
   return { events: erasedEvents, answers };
 }
 

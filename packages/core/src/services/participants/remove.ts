@@ -67,7 +67,7 @@ export async function deleteParticipant(
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
     // Before the shared rows (buckets, account, campaign) are locked: a long history is erased in several
     // statements, and other writers of the campaign must not wait for them.
-    const erased = await eraseParticipantData(tx, campaign.id, gone);
+    const erased = await eraseParticipantData(tx, campaign.id, gone.id);
     // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
     await moveBuckets(
       { ...ctx, db },

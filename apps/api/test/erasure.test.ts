@@ -202,11 +202,11 @@ describe('deleting a participant erases the person', () => {
     const person = { email: uniqueEmail(`long${t}`), firstName: `Longname${t}` };
     const added = await api.post(`${base}/participant`, person);
     expect(added.status).toBe(200);
-    // 1,200 more events that show it (copies of its NEW_PARTICIPANT_ADDED): more than two batches of erasure.
+    // 4,500 more events that show it (copies of its NEW_PARTICIPANT_ADDED): three batches of erasure.
     await stack.ctx.db.execute(sql`
       insert into ${events} (id, campaign_id, type, data, created_at)
       select 'evt_copy' || g || ${t}, campaign_id, type, data, created_at
-      from ${events}, generate_series(1, 1200) g
+      from ${events}, generate_series(1, 4500) g
       where campaign_id = ${w.campaign.id} and type = 'NEW_PARTICIPANT_ADDED'`);
 
     const deleted = await api.delete(`${base}/participant/${added.body.id}`);
@@ -218,7 +218,7 @@ describe('deleting a participant erases the person', () => {
       .where(and(eq(events.campaignId, w.campaign.id), eq(events.type, 'PARTICIPANT_DELETED')));
     expect(EVENT_SCHEMAS.PARTICIPANT_DELETED.parse(recorded!.data)).toMatchObject({
       participantId: added.body.id,
-      erasedEventCount: 1201,
+      erasedEventCount: 4501,
     });
     expect(tablesHolding(dump, person.email)).toEqual([]);
     expect(tablesHolding(dump, person.firstName)).toEqual([]);

@@ -9,16 +9,16 @@
 /** What an erased email reads: still a string, as the schemas of past events say it is. */
 export const ERASED_EMAIL = '';
 
-/** A Participant's personal fields, as erasure leaves them. */
-const ERASED_PARTICIPANT = {
+/** A Participant's personal fields, as erasure leaves them (also merged into stored events by SQL). */
+export const ERASED_PARTICIPANT = {
   email: ERASED_EMAIL,
   firstName: null,
   lastName: null,
   notes: null,
   metadata: {},
 };
-/** A FormSubmission's personal fields, as erasure leaves them. */
-const ERASED_SUBMISSION = { participantEmail: ERASED_EMAIL, formData: {} };
+/** A FormSubmission's personal fields, as erasure leaves them (also merged into stored events by SQL). */
+export const ERASED_SUBMISSION = { participantEmail: ERASED_EMAIL, formData: {} };
 
 /**
  * `value` with every trace of participant `participantId` scrubbed, and whether anything changed. Pure: the

@@ -32,6 +32,14 @@ export async function deleteParticipant(
   ctx: Ctx,
   campaign: CampaignRow,
   idOrEmail: string,
+  opts: {
+    /**
+     * Told after each batch of the erasure (a long history takes several): the API adds the time they took to
+     * the request's budget, so a participant is never too old to be deleted.
+     * @defaultValue none
+     */
+    onErasureBatch?: () => void;
+  } = {},
 ): Promise<{ success: true; eventIds: string[] }> {
   const found = await findParticipant(ctx, campaign.id, idOrEmail);
   if (!found) throw participantNotFound(campaign.id, idOrEmail);
@@ -67,7 +75,7 @@ export async function deleteParticipant(
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
     // Before the shared rows (buckets, account, campaign) are locked: a long history is erased in several
     // statements, and other writers of the campaign must not wait for them.
-    const erased = await eraseParticipantData(tx, campaign.id, gone.id);
+    const erased = await eraseParticipantData(tx, campaign.id, gone.id, opts.onErasureBatch);
     // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
     await moveBuckets(
       { ...ctx, db },

@@ -139,6 +139,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     limits: limits ?? undefined,
     trustedProxyHops: config.TRUSTED_PROXY_HOPS,
     ...opts.apiOverrides,

@@ -45,6 +45,8 @@ export type TestStackOptions = {
   maxWaitMs?: number;
   /** @defaultValue 5000 */
   requestTimeoutMs?: number;
+  /** `DB_STATEMENT_TIMEOUT_MS`. @defaultValue 3000 */
+  statementTimeoutMs?: number;
   /** @defaultValue 0: the relay (run by hand in tests) treats every QUEUED action as due */
   relayGraceMs?: number;
   /** @defaultValue 10000 */
@@ -95,6 +97,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     RELAY_GRACE_MS: String(opts.relayGraceMs ?? 0),
     WORKER_LOCK_MS: opts.lockMs?.toString(),
     REQUEST_TIMEOUT_MS: opts.requestTimeoutMs?.toString(),
+    DB_STATEMENT_TIMEOUT_MS: opts.statementTimeoutMs?.toString(),
     WEBHOOK_RETRY_SCHEDULE: opts.retrySchedule ?? '50,100,200',
     WEBHOOK_TIMEOUT_MS: String(opts.webhookTimeoutMs ?? 2000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(opts.allowPrivateNetworks ?? true),

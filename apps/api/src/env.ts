@@ -62,6 +62,12 @@ export type Deps = {
    * @defaultValue 5000
    */
   requestTimeoutMs?: number;
+  /**
+   * The pool's statement timeout (`DB_STATEMENT_TIMEOUT_MS`): a request whose COMMIT is in flight when its
+   * deadline passes waits this long plus a second for the outcome before answering that it is unknown.
+   * @defaultValue 3000
+   */
+  statementTimeoutMs?: number;
 };
 
 export type AppEnv = {
@@ -85,6 +91,11 @@ export type AppEnv = {
     secretFields?: readonly string[];
     /** Set by the request deadline: gives the request `ms` more (the write slowdown holds it that long). */
     extendDeadline?: (ms: number) => void;
+    /**
+     * Set by the request deadline once it answered without the work: the work's end is logged by the deadline,
+     * once, and not again by `handleError`.
+     */
+    abandoned?: true;
   };
 };
 

@@ -124,7 +124,8 @@ function fromHttpException(err: HTTPException, c: Context<AppEnv>) {
 }
 
 function internalError(err: unknown, c: Context<AppEnv>) {
-  c.get('deps')?.logger.error({ err, requestId: c.get('requestId') }, 'unhandled error');
+  if (!c.get('abandoned'))
+    c.get('deps')?.logger.error({ err, requestId: c.get('requestId') }, 'unhandled error');
   return errorResponse(c, 'INTERNAL_ERROR', 'Internal error: the request id identifies it in the logs');
 }
 
@@ -134,7 +135,8 @@ function internalError(err: unknown, c: Context<AppEnv>) {
  * Logs carry the error's class, code and constraint (see the logger's serializer), never its values.
  */
 export function handleError(err: Error, c: Context<AppEnv>) {
-  const logger = c.get('deps')?.logger;
+  // Work whose request was answered already (the deadline passed) is logged once by the deadline when it ends.
+  const logger = c.get('abandoned') ? undefined : c.get('deps')?.logger;
   if (err instanceof DomainError) {
     if (ERROR_CATALOG[err.code].status >= 500) {
       logger?.error(

@@ -1,35 +1,174 @@
 import type { Tx } from '@stampcard/db';
 import type { Clock } from './clock';
-import { unavailable } from './errors';
+import { DomainError, unavailable } from './errors';
 import type { LookupCache } from './lookup-cache';
+
+/**
+ * Where a caller's durable write stands, for whoever must answer once the caller can wait no longer (the
+ * API's request deadline). Core keeps it: `sent` counts the statements that may make a write durable (a
+ * unit of work's COMMIT, a write outside a transaction, a group commit's shared insert) from the moment they
+ * are handed to the driver until their answer; `outcome` says what the answered ones did. Costs a couple of
+ * property writes per write, no statement.
+ */
+export type CommitState = {
+  /** Statements in flight that may commit: until they answer, nobody can say nothing was written. */
+  sent: number;
+  /**
+   * `LANDED`: a write committed. `UNKNOWN`: the connection was lost after one was sent, so whether it
+   * committed cannot be told (see `commitOutcomeLost`). Unset while nothing landed.
+   */
+  outcome?: 'LANDED' | 'UNKNOWN';
+  /** What identifies the write in flight (`{ actionId }`), for an answer that cannot tell its outcome. */
+  subject?: Record<string, unknown>;
+  /** Called each time a statement in flight answers (set by whoever waits for one: the request deadline). */
+  onSettled?: () => void;
+};
 
 /**
  * What every domain operation runs with. `db` is the pool or, inside a unit of work, its transaction.
  * `signal`, when given, is aborted once the caller stopped waiting (a request past its deadline): from then
- * on the operation writes nothing. `cache`, when given, serves the per-request look-ups (API key, campaign)
- * and is told of every change to what it holds.
+ * on the operation writes nothing. `commit`, when given, is told when a write is sent and how it ended
+ * (see `CommitState`). `cache`, when given, serves the per-request look-ups (API key, campaign) and is told
+ * of every change to what it holds.
  */
-export type Ctx = { db: Tx; clock: Clock; signal?: AbortSignal; cache?: LookupCache };
+export type Ctx = { db: Tx; clock: Clock; signal?: AbortSignal; commit?: CommitState; cache?: LookupCache };
 
 /**
  * Throws UNAVAILABLE once the caller's deadline has passed. Called before each write, so a statement that
  * waited behind a stalled store does not land after the caller was told that nothing was accepted.
  */
-export function assertLive(ctx: Ctx): void {
-  if (ctx.signal?.aborted) {
-    throw unavailable('The request ran out of time waiting for the database: nothing was written');
+export function assertLive(ctx: Pick<Ctx, 'signal'>): void {
+  if (ctx.signal?.aborted) throw outOfTime();
+}
+
+/** The 503 of a write not sent because its caller stopped waiting: true, since nothing was sent. */
+export function outOfTime(): DomainError {
+  return unavailable('The request ran out of time waiting for the database: nothing was written');
+}
+
+/** Connection-level SQLSTATEs: the server went away (class 08) or is shutting down or starting up. */
+const LOST_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3])$/;
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/**
+ * True when a statement that may commit failed without the database saying so: the connection was lost
+ * after it was sent (postgres.js `CONNECTION_CLOSED`, a socket error, a server shutting down). The server
+ * may have committed it before the answer was lost, so nobody can say it did not. Any other SQLSTATE is the
+ * server's own answer: the statement failed and its transaction rolled back.
+ */
+export function commitOutcomeLost(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 5 && e !== null && typeof e === 'object'; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && SQLSTATE.test(code)) return LOST_SQLSTATE.test(code);
+    const cause = (e as { cause?: unknown }).cause;
+    if (cause === undefined || cause === e) break;
+    e = cause;
   }
+  return true;
+}
+
+/** The 503 of a write whose COMMIT was sent but whose answer was lost. */
+export function commitOutcomeUnknown(subject: Record<string, unknown> = {}, cause?: unknown): DomainError {
+  const lookup =
+    typeof subject.actionId === 'string'
+      ? `look up loyalty action ${subject.actionId} before repeating the request`
+      : 'look the change up before repeating the request';
+  return new DomainError(
+    'UNAVAILABLE',
+    `The database stopped answering after the write was sent: whether it was recorded is unknown; ${lookup}`,
+    { outcome: 'UNKNOWN', ...subject },
+    { cause },
+  );
+}
+
+/** Marks a statement that may commit as sent: from here, nobody can say that nothing was written. */
+export function markSent(commit: CommitState | undefined, subject: Record<string, unknown> | undefined) {
+  if (!commit) return;
+  commit.sent += 1;
+  if (subject) commit.subject = subject;
+}
+
+/**
+ * Records how a sent statement ended: `true` it committed, `false` the database refused it (nothing
+ * written), or the error it failed with. Answers the error to throw: a lost answer becomes the 503 that
+ * says the outcome is unknown.
+ */
+export function settleCommit(
+  commit: CommitState | undefined,
+  result: boolean | { error: unknown },
+  subject?: Record<string, unknown>,
+): unknown {
+  let thrown: unknown;
+  if (result === true) {
+    if (commit) commit.outcome = 'LANDED';
+  } else if (result !== false) {
+    thrown = result.error;
+    if (commitOutcomeLost(result.error)) {
+      if (commit) commit.outcome ??= 'UNKNOWN';
+      thrown = commitOutcomeUnknown(subject ?? commit?.subject, result.error);
+    }
+  }
+  if (commit) {
+    commit.sent -= 1;
+    commit.onSettled?.();
+  }
+  return thrown;
+}
+
+/**
+ * A write that commits on its own (outside a unit of work): sent only while the caller still waits
+ * (`assertLive`), and tracked on `ctx.commit` until it answers. Inside a unit of work (`ctx.commit` unset
+ * there) it is only checked: the unit's COMMIT is what lands. `subject` names the write for a 503 that
+ * cannot tell whether it landed.
+ */
+export async function commitWrite<T>(
+  ctx: Ctx,
+  write: () => PromiseLike<T>,
+  subject?: Record<string, unknown>,
+): Promise<T> {
+  assertLive(ctx);
+  const commit = ctx.commit;
+  if (!commit) return write();
+  markSent(commit, subject);
+  let result: T;
+  try {
+    result = await write();
+  } catch (error) {
+    throw settleCommit(commit, { error }, subject);
+  }
+  settleCommit(commit, true);
+  return result;
 }
 
 /**
  * A transaction that commits only while the caller still waits: checked before it begins and again just
- * before COMMIT (a late result rolls back instead).
+ * before COMMIT (a late result rolls back instead). Once that last check passes, COMMIT goes out in the same
+ * turn of the event loop (postgres.js sends it as soon as this callback resolves, with no timer between), so
+ * `ctx.commit` is marked sent there: a deadline that passes from then on waits for the outcome. The
+ * statements inside see no `commit`: only this COMMIT can land them.
  */
-export async function unitOfWork<T>(ctx: Ctx, fn: (tx: Ctx) => Promise<T>): Promise<T> {
+export async function unitOfWork<T>(
+  ctx: Ctx,
+  fn: (tx: Ctx) => Promise<T>,
+  subject?: Record<string, unknown>,
+): Promise<T> {
   assertLive(ctx);
-  return ctx.db.transaction(async (db) => {
-    const result = await fn({ ...ctx, db });
-    assertLive(ctx);
-    return result;
-  });
+  const commit = ctx.commit;
+  let committing = false;
+  let result: T;
+  try {
+    result = await ctx.db.transaction(async (db) => {
+      const inner = await fn({ ...ctx, db, commit: undefined });
+      assertLive(ctx);
+      committing = commit !== undefined;
+      markSent(commit, subject);
+      return inner;
+    });
+  } catch (error) {
+    if (committing) throw settleCommit(commit, { error }, subject);
+    throw error;
+  }
+  if (committing) settleCommit(commit, true);
+  return result;
 }

@@ -1,6 +1,7 @@
-import { unavailable } from '@stampcard/core';
+import { type CommitState, commitOutcomeUnknown, DomainError } from '@stampcard/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
+import { errorResponse, isUnavailable } from '../errors';
 
 /** A request's time budget in ms: `Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`. */
 export function requestBudgetMs(c: Context<AppEnv>): number {
@@ -9,16 +10,38 @@ export function requestBudgetMs(c: Context<AppEnv>): number {
 }
 
 /**
- * Every request has a time budget (`Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`). When it
- * runs out, typically because PostgreSQL stopped answering on open connections, the caller gets 503
- * UNAVAILABLE at once, and the request's context signal is aborted: the domain layer checks it before each
- * write (`assertLive`, `unitOfWork`), so a statement that was only waiting does not land afterwards. A
- * route that already committed its write sets `lateReply`, and that answer is given instead.
+ * How long past the budget a write already sent is waited for: a database that answers at all answers a
+ * statement within its statement timeout; the margin covers the round trip and the event loop.
+ */
+export const COMMIT_MARGIN_MS = 1000;
+
+/** Longest the deadline waits for the outcome of a COMMIT in flight, in ms. */
+export function commitWaitMs(c: Context<AppEnv>): number {
+  return (c.get('deps').statementTimeoutMs ?? 3000) + COMMIT_MARGIN_MS;
+}
+
+const RECORDED_NO_ANSWER =
+  'The change was recorded, but its answer could not be completed in time: look it up rather than repeating the request';
+
+/**
+ * Every request has a time budget (`Deps.requestTimeoutMs`, plus `maxWaitMs` for `?wait=true`). When it runs
+ * out, typically because PostgreSQL stopped answering on open connections, what the request's write did
+ * decides the answer (core keeps that in `ctx.commit`):
+ * - nothing sent: the request's signal is aborted, so no write is sent from then on (`assertLive`,
+ *   `unitOfWork`, a group commit drops it unsent), and the caller gets 503 UNAVAILABLE "nothing was
+ *   written", which is then true;
+ * - a write that may commit is in flight: its outcome is waited for, at most the statement timeout plus
+ *   `COMMIT_MARGIN_MS`; committed, the route's answer (`lateReply`, or the work's own answer); refused by
+ *   the database, the 503 above; no answer in that time, or the connection lost after COMMIT was sent, a
+ *   503 with `outcome: "UNKNOWN"` that says so and names what to look up (`actionId`);
+ * - committed already: the route's `lateReply`.
+ * Work that ends after its answer (an abandoned request) is logged once, when it ends (see `observe`).
  */
 export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   let budget = requestBudgetMs(c);
   const controller = new AbortController();
-  c.set('ctx', { ...c.get('ctx'), signal: controller.signal });
+  const commit: CommitState = { sent: 0 };
+  c.set('ctx', { ...c.get('ctx'), signal: controller.signal, commit });
   let deadline = performance.now() + budget;
   // A request held back on purpose (the write slowdown) gets that time on top of its budget.
   c.set('extendDeadline', (ms: number) => {
@@ -34,14 +57,110 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     };
     timer = setTimeout(check, budget);
   });
-  const work = next().then(() => 'done' as const);
+  let done = false;
+  const work = next().then(() => {
+    done = true;
+    return 'done' as const;
+  });
   const outcome = await Promise.race([work, expired]);
   clearTimeout(timer);
   if (outcome === 'done') return undefined;
+
+  // A write out (COMMIT sent, or committed with the route's answer still to come): "nothing was written" may
+  // be false. Wait for its outcome, then for the route's answer, each bounded.
+  if (!c.get('lateReply') && commit.sent > 0) {
+    await waitFor(work, commitWaitMs(c), commit);
+    // The route's own continuation (which sets `lateReply`) runs before this turn ends: let it.
+    if (!done) await new Promise((resolve) => setImmediate(resolve));
+  }
+  if (!done && !c.get('lateReply') && commit.sent === 0 && commit.outcome === 'LANDED') {
+    await waitFor(work, commitWaitMs(c));
+  }
+  if (done) return undefined;
+
   controller.abort();
-  // The abandoned work ends on its own (with an error once its statement returns); nobody awaits it.
-  work.catch(() => {});
+  c.set('abandoned', true);
   const late = c.get('lateReply');
-  if (late) return late();
-  throw unavailable(`No answer from a backing store within ${budget} ms: nothing was accepted, retry later`);
+  let answer: Response;
+  if (late) answer = late();
+  else if (commit.outcome === 'LANDED') answer = errorResponse(c, 'UNAVAILABLE', RECORDED_NO_ANSWER);
+  else if (commit.sent > 0 || commit.outcome === 'UNKNOWN') {
+    const unknown = commitOutcomeUnknown(commit.subject);
+    answer = errorResponse(c, 'UNAVAILABLE', unknown.message, unknown.details);
+  } else {
+    answer = errorResponse(
+      c,
+      'UNAVAILABLE',
+      `No answer from a backing store within ${budget} ms: nothing was written, retry later`,
+    );
+  }
+  observe(c, work, commit, answer.status, budget);
+  return answer;
 };
+
+/** Resolves when the work ends, `ms` pass, or (given `commit`) no write of it is in flight any more. */
+async function waitFor(work: Promise<unknown>, ms: number, commit?: CommitState): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      work,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, ms);
+        if (commit) {
+          commit.onSettled = () => {
+            if (commit.sent === 0) resolve();
+          };
+        }
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (commit) commit.onSettled = undefined;
+  }
+}
+
+/**
+ * The work of a request answered without it goes on until its statement returns (then stops before any
+ * write) or its write answers. Its end is logged here, once: the error the route ended with (class and code,
+ * never values: see the logger's serializer) and what its write did. `handleError` stays silent for it.
+ */
+function observe(
+  c: Context<AppEnv>,
+  work: Promise<unknown>,
+  commit: CommitState,
+  status: number,
+  budget: number,
+) {
+  const { logger } = c.get('deps');
+  const requestId = c.get('requestId');
+  const answeredAt = performance.now();
+  const end = (err: unknown) => {
+    const line = {
+      requestId,
+      budgetMs: budget,
+      answered: status,
+      afterAnswerMs: Math.round(performance.now() - answeredAt),
+      write: commit.outcome ?? (commit.sent > 0 ? 'IN_FLIGHT' : 'NONE'),
+      ...(commit.subject ?? {}),
+      err,
+    };
+    if (commit.outcome === 'LANDED' && status >= 500) {
+      logger.warn(
+        line,
+        'a write committed after its request was answered with a 503 that said its outcome was unknown',
+      );
+    } else if (
+      err === undefined ||
+      isUnavailable(err) ||
+      (err instanceof DomainError && err.code !== 'INTERNAL_ERROR')
+    ) {
+      logger.info(line, 'abandoned request ended after its answer');
+    } else {
+      logger.error(line, 'abandoned request failed after its answer');
+    }
+  };
+  work.then(
+    () => end(c.error),
+    (err) => end(err),
+  );
+}

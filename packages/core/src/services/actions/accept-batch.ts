@@ -29,12 +29,15 @@ export type AcceptBatchOptions = {
  * `INSERT … SELECT` that finds each reward in its campaign and each participant by email or id, and skips
  * what it cannot insert. Each request is answered once that statement has committed its row. A request
  * whose row was not inserted takes the one-by-one path (`acceptLoyaltyAction`), which says why: a 404, a new
- * participant to create, a 409 for a duplicate.
+ * participant to create, a 409 for a duplicate. A request whose deadline passes while its row waits for a
+ * batch is dropped before the batch is sent; once sent, its `ctx.commit` says so until the insert answers.
  */
 export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
   const batch = microBatch<Item, string | null>({
     maxSize: opts.maxSize ?? 64,
     maxWaitMs: opts.maxWaitMs ?? 1,
+    // The insert commits on its own: each request's row landed when it came back.
+    landed: (participantId) => participantId !== null,
     run: async (items) => {
       const rows = items.map((it) => {
         const who = it.input.participant;
@@ -82,7 +85,12 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
       }
       assertLive(ctx);
       const item = { id: newId('action'), campaignId: campaign.id, input, createdAt: ctx.clock.now() };
-      const participantId = await batch.submit(item);
+      // Dropped unsent if the request's deadline passes while it queues; marked sent when its batch goes.
+      const participantId = await batch.submit(item, {
+        signal: ctx.signal,
+        commit: ctx.commit,
+        subject: { actionId: item.id },
+      });
       if (participantId === null) return acceptLoyaltyAction(ctx, campaign, input);
       return {
         action: {

@@ -1,7 +1,8 @@
 import { loyaltyActions, type Metadata, participants, rewards } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
-import { assertLive, type Ctx, unitOfWork } from '../../context';
+import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { DomainError, invalidState, notFound } from '../../errors';
+import { newId } from '../../ids';
 import type { CampaignRow } from '../../serialize';
 import {
   blockAfterRefusal,
@@ -61,8 +62,11 @@ export async function acceptLoyaltyAction(
     .limit(1);
   if (!found) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
 
+  // Named before it is written: a 503 that cannot tell whether the write landed says which action to look up.
+  const subject = { actionId: newId('action') };
   const newAction = (participantId: string) =>
     queuedActionRow(ctx, {
+      id: subject.actionId,
       campaignId: campaign.id,
       participantId,
       rewardId: input.rewardId,
@@ -72,11 +76,12 @@ export async function acceptLoyaltyAction(
   try {
     if (found.participant) {
       // The common case is a single statement: no transaction round trips.
-      assertLive(ctx);
-      const [action] = await ctx.db
-        .insert(loyaltyActions)
-        .values(newAction(found.participant.id))
-        .returning();
+      const row = newAction(found.participant.id);
+      const [action] = await commitWrite(
+        ctx,
+        () => ctx.db.insert(loyaltyActions).values(row).returning(),
+        subject,
+      );
       return { action: queued(action!), participantCreated: false };
     }
     if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
@@ -86,16 +91,20 @@ export async function acceptLoyaltyAction(
       );
     }
     return await blockAfterRefusal(ctx, () =>
-      unitOfWork(ctx, async (tx) => {
-        const { participant, created } = await ensureParticipant(
-          tx,
-          campaign,
-          { ...who.profile, email: who.email, metadata: input.metadata ?? null },
-          'DIRECT',
-        );
-        const [action] = await tx.db.insert(loyaltyActions).values(newAction(participant.id)).returning();
-        return { action: queued(action!), participantCreated: created };
-      }),
+      unitOfWork(
+        ctx,
+        async (tx) => {
+          const { participant, created } = await ensureParticipant(
+            tx,
+            campaign,
+            { ...who.profile, email: who.email, metadata: input.metadata ?? null },
+            'DIRECT',
+          );
+          const [action] = await tx.db.insert(loyaltyActions).values(newAction(participant.id)).returning();
+          return { action: queued(action!), participantCreated: created };
+        },
+        subject,
+      ),
     );
   } catch (err) {
     if (isUniqueViolation(err, INFLIGHT_INDEX) && input.requestHash) {

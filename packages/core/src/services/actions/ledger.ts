@@ -6,6 +6,8 @@ import type { TriggerPorts } from './trigger';
 
 /** A loyalty action to record in the ledger, QUEUED for the worker. */
 export type QueuedActionInput = {
+  /** @defaultValue a new action id */
+  id?: string;
   campaignId: string;
   participantId: string;
   rewardId: string;
@@ -21,7 +23,7 @@ export type QueuedActionInput = {
 /** The ledger row of a newly accepted action: a new id, QUEUED, created now. */
 export function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loyaltyActions.$inferInsert {
   return {
-    id: newId('action'),
+    id: input.id ?? newId('action'),
     campaignId: input.campaignId,
     participantId: input.participantId,
     rewardId: input.rewardId,

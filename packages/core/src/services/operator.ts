@@ -10,7 +10,7 @@ import {
   users,
 } from '@stampcard/db';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
-import { assertLive, type Ctx, unitOfWork } from '../context';
+import { type Ctx, commitWrite, unitOfWork } from '../context';
 import { invalidState, notFound, validationError } from '../errors';
 import { newApiKey, newCampaignId, newId } from '../ids';
 import type { CampaignRow, RewardRow } from '../serialize';
@@ -25,18 +25,19 @@ export type AccountInput = {
 };
 
 export async function createAccount(ctx: Ctx, input: AccountInput) {
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(accounts)
-    .values({
-      id: newId('account'),
-      name: input.name,
-      plan: input.plan,
-      participantQuota: input.participantQuota ?? null,
-      rateLimits: input.rateLimits ?? null,
-      createdAt: ctx.clock.now(),
-    })
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(accounts)
+      .values({
+        id: newId('account'),
+        name: input.name,
+        plan: input.plan,
+        participantQuota: input.participantQuota ?? null,
+        rateLimits: input.rateLimits ?? null,
+        createdAt: ctx.clock.now(),
+      })
+      .returning(),
+  );
   return serializeAccount(row!);
 }
 
@@ -80,19 +81,20 @@ export async function createUser(ctx: Ctx, accountId: string, input: UserInput) 
       );
     }
   }
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(users)
-    .values({
-      id: newId('user'),
-      accountId,
-      email: input.email.toLowerCase(),
-      role: input.role,
-      campaignIds,
-      createdAt: ctx.clock.now(),
-    })
-    .onConflictDoNothing()
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(users)
+      .values({
+        id: newId('user'),
+        accountId,
+        email: input.email.toLowerCase(),
+        role: input.role,
+        campaignIds,
+        createdAt: ctx.clock.now(),
+      })
+      .onConflictDoNothing()
+      .returning(),
+  );
   if (!row) {
     throw validationError([
       {
@@ -118,21 +120,23 @@ export async function createApiKey(ctx: Ctx, userId: string) {
   const [user] = await ctx.db.select({ id: users.id }).from(users).where(eq(users.id, userId)).limit(1);
   if (!user) throw notFound(`User ${userId}`);
   const { key, hash, prefix } = newApiKey();
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(apiKeys)
-    .values({ id: newId('apiKey'), userId, keyHash: hash, keyPrefix: prefix, createdAt: ctx.clock.now() })
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(apiKeys)
+      .values({ id: newId('apiKey'), userId, keyHash: hash, keyPrefix: prefix, createdAt: ctx.clock.now() })
+      .returning(),
+  );
   return { id: row!.id, userId, key, keyPrefix: prefix, createdAt: row!.createdAt.getTime() };
 }
 
 export async function revokeApiKey(ctx: Ctx, keyId: string) {
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .update(apiKeys)
-    .set({ revokedAt: ctx.clock.now() })
-    .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
-    .returning({ id: apiKeys.id });
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .update(apiKeys)
+      .set({ revokedAt: ctx.clock.now() })
+      .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))
+      .returning({ id: apiKeys.id }),
+  );
   if (!row) {
     const [exists] = await ctx.db
       .select({ id: apiKeys.id })
@@ -266,11 +270,12 @@ export async function createReward(ctx: Ctx, campaignId: string, input: RewardIn
   const campaign = await requireCampaign(ctx, campaignId);
   if (campaign.status === 'DELETED') throw invalidState('The campaign is deleted');
   checkRewardShape(input);
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(rewards)
-    .values({ ...input, id: newId('reward'), campaignId, createdAt: ctx.clock.now() })
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(rewards)
+      .values({ ...input, id: newId('reward'), campaignId, createdAt: ctx.clock.now() })
+      .returning(),
+  );
   return serializeReward(row!);
 }
 

@@ -1,7 +1,7 @@
 import { campaigns, type EndpointKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { checkResolvedDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
 import { and, asc, eq, sql } from 'drizzle-orm';
-import { assertLive, type Ctx, unitOfWork } from '../../context';
+import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { clip, notFound, validationError } from '../../errors';
 import { newId } from '../../ids';
 import { type EndpointRow, serializeEndpoint } from './views';
@@ -70,28 +70,29 @@ export async function createEndpoint(
   const kind = input.kind ?? 'NOTIFY';
   const now = ctx.clock.now();
   const secret = generateSecret();
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(webhookEndpoints)
-    .values({
-      id: newId('webhookEndpoint'),
-      campaignId,
-      url,
-      description: input.description ?? '',
-      eventTypes:
-        input.eventTypes?.length || kind === 'NOTIFY'
-          ? [...new Set(input.eventTypes ?? [])]
-          : ['PARTICIPANT_REACHED_A_GOAL'],
-      kind,
-      enabled: input.enabled ?? true,
-      disabledReason: input.enabled === false ? 'OPERATOR' : null,
-      disabledAt: input.enabled === false ? now : null,
-      rateLimit: input.rateLimit ?? null,
-      secret,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(webhookEndpoints)
+      .values({
+        id: newId('webhookEndpoint'),
+        campaignId,
+        url,
+        description: input.description ?? '',
+        eventTypes:
+          input.eventTypes?.length || kind === 'NOTIFY'
+            ? [...new Set(input.eventTypes ?? [])]
+            : ['PARTICIPANT_REACHED_A_GOAL'],
+        kind,
+        enabled: input.enabled ?? true,
+        disabledReason: input.enabled === false ? 'OPERATOR' : null,
+        disabledAt: input.enabled === false ? now : null,
+        rateLimit: input.rateLimit ?? null,
+        secret,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning(),
+  );
   return { ...serializeEndpoint(row!, now), secret };
 }
 
@@ -163,11 +164,9 @@ export async function updateEndpoint(
 
 /** Deletes an endpoint with its messages and their attempts. */
 export async function deleteEndpoint(ctx: Ctx, id: string) {
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .delete(webhookEndpoints)
-    .where(eq(webhookEndpoints.id, id))
-    .returning({ id: webhookEndpoints.id });
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id)).returning({ id: webhookEndpoints.id }),
+  );
   if (!row) throw notFound(`Webhook endpoint ${id}`);
   return { id: row.id, deleted: true };
 }
@@ -180,17 +179,18 @@ export async function rotateSecret(ctx: Ctx, id: string, overlapMs = DEFAULT_ROT
   const current = await requireEndpoint(ctx, id);
   const now = ctx.clock.now();
   const secret = generateSecret();
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .update(webhookEndpoints)
-    .set({
-      secret,
-      previousSecret: overlapMs > 0 ? current.secret : null,
-      previousSecretExpiresAt: overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null,
-      updatedAt: now,
-    })
-    .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.secret, current.secret)))
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .update(webhookEndpoints)
+      .set({
+        secret,
+        previousSecret: overlapMs > 0 ? current.secret : null,
+        previousSecretExpiresAt: overlapMs > 0 ? new Date(now.getTime() + overlapMs) : null,
+        updatedAt: now,
+      })
+      .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.secret, current.secret)))
+      .returning(),
+  );
   // Another rotation won the race: ask again rather than drop the secret it just handed out.
   if (!row) throw notFound(`Webhook endpoint ${id} (it changed while rotating; rotate again)`);
   return { ...serializeEndpoint(row, now), secret };
@@ -200,12 +200,13 @@ export async function rotateSecret(ctx: Ctx, id: string, overlapMs = DEFAULT_ROT
 export async function revokePreviousSecret(ctx: Ctx, id: string) {
   await requireEndpoint(ctx, id);
   const now = ctx.clock.now();
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .update(webhookEndpoints)
-    .set({ previousSecret: null, previousSecretExpiresAt: null, updatedAt: now })
-    .where(eq(webhookEndpoints.id, id))
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .update(webhookEndpoints)
+      .set({ previousSecret: null, previousSecretExpiresAt: null, updatedAt: now })
+      .where(eq(webhookEndpoints.id, id))
+      .returning(),
+  );
   return serializeEndpoint(row!, now);
 }
 
@@ -220,26 +221,27 @@ export async function createTestMessage(ctx: Ctx, id: string) {
   const endpoint = await requireEndpoint(ctx, id);
   const now = ctx.clock.now();
   const messageId = newId('webhookMessage');
-  assertLive(ctx);
-  const [row] = await ctx.db
-    .insert(webhookMessages)
-    .values({
-      id: messageId,
-      endpointId: endpoint.id,
-      campaignId: endpoint.campaignId,
-      eventId: null,
-      eventType,
-      testBody: {
-        type: eventType,
-        timestamp: now.getTime(),
-        data: { test: true, endpointId: endpoint.id, campaign: { id: endpoint.campaignId } },
-      },
-      status: 'PENDING',
-      nextAttemptAt: now,
-      createdAt: now,
-      updatedAt: now,
-    })
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db
+      .insert(webhookMessages)
+      .values({
+        id: messageId,
+        endpointId: endpoint.id,
+        campaignId: endpoint.campaignId,
+        eventId: null,
+        eventType,
+        testBody: {
+          type: eventType,
+          timestamp: now.getTime(),
+          data: { test: true, endpointId: endpoint.id, campaign: { id: endpoint.campaignId } },
+        },
+        status: 'PENDING',
+        nextAttemptAt: now,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returning(),
+  );
   return { messageId: row!.id, generation: row!.generation, endpointEnabled: endpoint.enabled };
 }
 
@@ -247,11 +249,12 @@ export async function createTestMessage(ctx: Ctx, id: string) {
 export async function discardPendingMessages(ctx: Ctx, id: string) {
   await requireEndpoint(ctx, id);
   const now = ctx.clock.now();
-  assertLive(ctx);
-  const rows = await ctx.db
-    .update(webhookMessages)
-    .set({ status: 'DISCARDED', updatedAt: now })
-    .where(and(eq(webhookMessages.endpointId, id), eq(webhookMessages.status, 'PENDING')))
-    .returning({ id: webhookMessages.id });
+  const rows = await commitWrite(ctx, () =>
+    ctx.db
+      .update(webhookMessages)
+      .set({ status: 'DISCARDED', updatedAt: now })
+      .where(and(eq(webhookMessages.endpointId, id), eq(webhookMessages.status, 'PENDING')))
+      .returning({ id: webhookMessages.id }),
+  );
   return { discarded: rows.length };
 }

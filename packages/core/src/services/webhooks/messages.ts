@@ -1,6 +1,6 @@
 import { type MessageStatus, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
-import { assertLive, type Ctx } from '../../context';
+import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
 import { type AttemptRow, type MessageRow, serializeMessage } from './views';
 
@@ -108,13 +108,10 @@ const replayed = (now: Date) => ({
  */
 export async function replayMessage(ctx: Ctx, id: string) {
   await requireMessage(ctx, id);
-  assertLive(ctx);
   const now = ctx.clock.now();
-  const [row] = await ctx.db
-    .update(webhookMessages)
-    .set(replayed(now))
-    .where(eq(webhookMessages.id, id))
-    .returning();
+  const [row] = await commitWrite(ctx, () =>
+    ctx.db.update(webhookMessages).set(replayed(now)).where(eq(webhookMessages.id, id)).returning(),
+  );
   return {
     message: serializeMessage(row!, (await attemptsOf(ctx, [id])).get(id)!),
     scheduled: {
@@ -141,29 +138,30 @@ export async function replayMessages(ctx: Ctx, endpointId: string, filter: Messa
   if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
   const status = filter.status ?? 'FAILED';
   const now = ctx.clock.now();
-  assertLive(ctx);
   const matching = and(
     eq(webhookMessages.endpointId, endpointId),
     lte(webhookMessages.createdAt, now),
     ...conditions({ ...filter, status }),
   );
   // One statement picks and replays, so two replays at once cannot both take a message.
-  const rows = await ctx.db
-    .update(webhookMessages)
-    .set(replayed(now))
-    .where(
-      inArray(
-        webhookMessages.id,
-        ctx.db
-          .select({ id: webhookMessages.id })
-          .from(webhookMessages)
-          .where(matching)
-          .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
-          .limit(MAX_REPLAY)
-          .for('update', { skipLocked: true }),
-      ),
-    )
-    .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation });
+  const rows = await commitWrite(ctx, () =>
+    ctx.db
+      .update(webhookMessages)
+      .set(replayed(now))
+      .where(
+        inArray(
+          webhookMessages.id,
+          ctx.db
+            .select({ id: webhookMessages.id })
+            .from(webhookMessages)
+            .where(matching)
+            .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
+            .limit(MAX_REPLAY)
+            .for('update', { skipLocked: true }),
+        ),
+      )
+      .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation }),
+  );
   const [left] =
     rows.length < MAX_REPLAY
       ? []

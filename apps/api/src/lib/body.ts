@@ -1,4 +1,5 @@
 import { createRoute, type RouteConfig } from '@hono/zod-openapi';
+import { assertLive } from '@stampcard/core';
 import type { MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import type { AppEnv } from '../env';
@@ -49,6 +50,8 @@ const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.
  */
 export function guardBody(schema: ZodType): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
+    // Work its deadline already answered stops here: the request's body cannot be read any more.
+    assertLive(c.get('ctx'));
     const type = mediaType(c.req.header('content-type'));
     if (type === 'application/x-www-form-urlencoded') {
       const form = parseFormBody(await c.req.text());

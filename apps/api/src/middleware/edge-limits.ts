@@ -1,4 +1,5 @@
 import {
+  assertLive,
   authenticate,
   cachedPrincipal,
   DEFAULT_LIMITS,
@@ -82,6 +83,8 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       // No key at all is refused without a look-up, so it needs no slot.
       const found = key ? await lookUp(c, key, ip) : await authenticate(c.get('ctx'), key);
       if (found === 'busy') return tooManyRequests(c, 'CONCURRENCY', DEFAULT_LIMITS, 1000, {});
+      // A look-up that outlived the request's deadline: it takes no slot and counts against no limit.
+      assertLive(c.get('ctx'));
       principal = found;
     }
     c.set('principal', principal);

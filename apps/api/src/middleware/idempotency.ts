@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { DomainError, participantsShown, validationError } from '@stampcard/core';
+import { assertLive, DomainError, participantsShown, validationError } from '@stampcard/core';
 import {
   claimIdempotencyKey,
   type IdempotencyRow,
@@ -122,6 +122,8 @@ async function idempotent(
       },
     ]);
   }
+  // Work its deadline already answered claims no key (and its body cannot be read any more).
+  assertLive(c.get('ctx'));
   const hash = await requestHash(c);
   const { db } = c.get('ctx');
   const now = c.get('deps').clock.now();

@@ -33,7 +33,20 @@ export type CreateDbOptions = {
    * @defaultValue 10000
    */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * Longest a closed connection waits before its next attempt to reconnect, in ms. postgres.js backs off by
+   * 3^n / 100 s for n failures counted across the whole pool, up to 20 s: after an outage of a few seconds its
+   * connections came back one by one over the next ten or more, and the service stalled in waves after the
+   * database was back. Attempts here back off from 50 ms, doubling, up to this cap (with jitter).
+   * @defaultValue 1000
+   */
+  reconnectMaxMs?: number;
 };
+
+/** The wait before reconnect attempt `n` (seconds, as postgres.js takes it): 50 ms doubling to `capMs`, jittered. */
+export function reconnectBackoff(capMs: number) {
+  return (n: number) => (Math.min(50 * 2 ** n, capMs) * (0.5 + Math.random() / 2)) / 1000;
+}
 
 /**
  * A pool whose every wait is bounded on the server side: statements, lock waits and idle transactions.
@@ -46,6 +59,7 @@ export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
     max: opts.max ?? 10,
     connect_timeout: opts.connectTimeoutSeconds ?? 5,
     onnotice: () => {},
+    backoff: reconnectBackoff(opts.reconnectMaxMs ?? 1000),
     connection: {
       statement_timeout: statementTimeout,
       lock_timeout: statementTimeout,

@@ -26,7 +26,7 @@ export const ERROR_DESCRIPTIONS = {
   INTERNAL_ERROR:
     'A fault in the service. It is logged with the `requestId` of the body, which identifies it.',
   UNAVAILABLE:
-    'PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later.',
+    'PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.',
 } as const satisfies Record<ErrorCode, string>;
 
 export const ERROR_CODES = Object.keys(ERROR_CATALOG) as [ErrorCode, ...ErrorCode[]];

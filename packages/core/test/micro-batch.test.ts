@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { CommitState } from '../src/context';
 import { microBatch } from '../src/micro-batch';
 
 describe('microBatch', () => {
@@ -39,5 +40,61 @@ describe('microBatch', () => {
       'fulfilled',
     ]);
     expect(most).toBe(1);
+  });
+
+  it('as a group commit: drops, unsent, the items of callers that stopped waiting, and tells the others when their write is in flight and how it ended', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const sent: number[][] = [];
+    const b = microBatch<number, number | null>({
+      maxInFlight: 1,
+      landed: (r) => r !== null,
+      run: async (items) => {
+        sent.push(items);
+        if (items.includes(1)) await held;
+        return items.map((i) => (i === 3 ? null : i));
+      },
+    });
+    const caller = () => ({ signal: new AbortController(), commit: { sent: 0 } as CommitState });
+    const [c1, c2, c3, c4] = [caller(), caller(), caller(), caller()];
+    const by = (c: ReturnType<typeof caller>) => ({ signal: c.signal.signal, commit: c.commit });
+    const first = b.submit(1, by(c1));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(c1.commit.sent).toBe(1);
+    // These queue behind the held batch; the second caller gives up meanwhile.
+    const rest = [b.submit(2, by(c2)), b.submit(3, by(c3)), b.submit(4, by(c4))];
+    await new Promise((r) => setTimeout(r, 5));
+    c2.signal.abort();
+    expect(c2.commit.sent).toBe(0);
+    release();
+    expect(await first).toBe(1);
+    const settled = await Promise.allSettled(rest);
+    expect(settled[0]).toMatchObject({ status: 'rejected', reason: { code: 'UNAVAILABLE' } });
+    expect(settled.slice(1)).toEqual([
+      { status: 'fulfilled', value: null },
+      { status: 'fulfilled', value: 4 },
+    ]);
+    expect(sent).toEqual([[1], [3, 4]]);
+    expect([c1, c2, c3, c4].map((c) => [c.commit.sent, c.commit.outcome])).toEqual([
+      [0, 'LANDED'],
+      [0, undefined],
+      [0, undefined],
+      [0, 'LANDED'],
+    ]);
+  });
+
+  it('as a group commit whose connection is lost: each caller is told the outcome is unknown, naming its write', async () => {
+    const b = microBatch<string, string>({
+      landed: () => true,
+      run: async () => {
+        throw Object.assign(new Error('write CONNECTION_CLOSED'), { code: 'CONNECTION_CLOSED' });
+      },
+    });
+    const commit: CommitState = { sent: 0 };
+    const err = await b.submit('x', { commit, subject: { actionId: 'act_1' } }).catch((e) => e);
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', details: { outcome: 'UNKNOWN', actionId: 'act_1' } });
+    expect(commit).toMatchObject({ sent: 0, outcome: 'UNKNOWN' });
   });
 });

@@ -1,6 +1,6 @@
 import { ipThrottles, participants } from '@stampcard/db';
 import { type SQL, sql } from 'drizzle-orm';
-import type { Ctx } from '../../context';
+import { type Ctx, commitWrite } from '../../context';
 import { DomainError } from '../../errors';
 import {
   antiFraudLevel,
@@ -179,11 +179,14 @@ export async function blockAfterRefusal<T>(ctx: Ctx, create: () => Promise<T>): 
     if (block) {
       const now = ctx.clock.now();
       const until = new Date(now.getTime() + IP_BLOCK_MS);
-      await ctx.db.execute(sql`
+      // Like any write of the request: not sent once its caller stopped waiting, tracked while in flight.
+      await commitWrite(ctx, () =>
+        ctx.db.execute(sql`
         insert into ${ipThrottles} as t (campaign_id, ip_address, window_start, count, blocked_until)
         values (${block.campaignId}, ${block.ipAddress}, ${now.toISOString()}::timestamptz, 0, ${until.toISOString()}::timestamptz)
         on conflict (campaign_id, ip_address)
-        do update set blocked_until = greatest(t.blocked_until, ${until.toISOString()}::timestamptz)`);
+        do update set blocked_until = greatest(t.blocked_until, ${until.toISOString()}::timestamptz)`),
+      );
     }
     throw err;
   }

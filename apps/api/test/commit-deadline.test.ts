@@ -106,9 +106,9 @@ describe('a COMMIT in flight when the deadline passes', () => {
   it('several requests sharing one group commit: each answers 200 with its own recorded action', async () => {
     const w = await world();
     // The two group commits the API runs at once are busy, within the budget of their own requests...
-    const busy = [w.trigger(w.email, { commitSleepMs: 700 })];
+    const busy = [w.trigger(w.email, { commitSleepMs: 400 })];
     await eventually(commitsInFlight, (pids) => pids.length === 1);
-    busy.push(w.trigger(w.email, { commitSleepMs: 700 }));
+    busy.push(w.trigger(w.email, { commitSleepMs: 400 }));
     await eventually(commitsInFlight, (pids) => pids.length === 2);
     // ...so these six queue and then share one INSERT, whose COMMIT outlasts their deadline.
     const replies = await Promise.all(

@@ -3,7 +3,7 @@ import { eq, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, overHttp, type Reply } from '../../../test/support/client';
 import { createTestDb, type TestDb } from '../../../test/support/db';
-import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
 import { capturedLogger } from '../../../test/support/logs';
 import { fingerprint } from '../../../test/support/refused';
@@ -220,5 +220,30 @@ describe('a request whose deadline passes before its write is sent', () => {
     }
     const ids = new Set(late.map((r) => r.headers.get('x-request-id')));
     expect(linesWith('unhandled error').filter((l) => ids.has(JSON.parse(l).requestId))).toEqual([]);
+  });
+
+  it('held up before it reads its body (its API key looked up in a silent database): it stops there, and its end is logged once, not as an unhandled error', async () => {
+    const w = await world();
+    // A key this process has not looked up yet: its request waits for PostgreSQL before anything else.
+    const { key } = await makeUserWithKey(stack.ctx, w.account.id);
+    proxy.freeze();
+    let r: Reply;
+    try {
+      r = await client(overHttp(stack.baseUrl!), key).post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+        participantEmail: w.email,
+        rewardId: w.reward.id,
+      });
+    } finally {
+      proxy.thaw();
+    }
+    const body = expectErrorShape(r, 503, 'UNAVAILABLE');
+    expect(body.message).toMatch(/nothing was written/);
+    const requestId = r.headers.get('x-request-id');
+    const about = (l: string) => JSON.parse(l).requestId === requestId;
+    await eventually(
+      async () => linesWith('abandoned request ended after its answer').filter(about),
+      (l) => l.length === 1,
+    );
+    expect(lines.filter(about).map((l) => JSON.parse(l).msg)).not.toContain('unhandled error');
   });
 });

@@ -137,6 +137,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     cache: cache ?? undefined,
     applied: applied?.signal,
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    webhookBacklogBatch: config.WEBHOOK_BACKLOG_BATCH,
     supportUrl: config.SUPPORT_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
@@ -195,6 +196,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       overdueEvery: opts.overdueEvery,
       sweep: opts.sweep ?? true,
       lockMs: config.WORKER_LOCK_MS,
+      backlogBatch: config.WEBHOOK_BACKLOG_BATCH,
     });
     return dispatcher;
   };

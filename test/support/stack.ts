@@ -71,6 +71,8 @@ export type TestStackOptions = {
   rateLimitTimeoutMs?: number;
   /** Another Redis (a test's own server). @defaultValue `REDIS_URL`, or the local Redis */
   redisUrl?: string;
+  /** `WEBHOOK_BACKLOG_BATCH`. @defaultValue 1000 */
+  backlogBatch?: number;
   /** Where the stack logs. @defaultValue a silent logger (`TEST_LOG_LEVEL` sets its level) */
   logger?: Logger;
 };
@@ -105,6 +107,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     DISPATCHER_CONCURRENCY: '16',
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),
+    WEBHOOK_BACKLOG_BATCH: opts.backlogBatch?.toString(),
   });
   const stack = await startStack({
     config,

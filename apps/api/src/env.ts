@@ -26,6 +26,12 @@ export type Deps = {
    */
   allowPrivateNetworks?: boolean;
   /**
+   * The most webhook messages one batch of an endpoint's backlog operation handles (`WEBHOOK_BACKLOG_BATCH`): a
+   * request that enables, discards or deletes runs the first batch, the dispatcher the others.
+   * @defaultValue 1000
+   */
+  webhookBacklogBatch?: number;
+  /**
    * `supportUrl` of error bodies.
    * @defaultValue the errors section of this service's docs page, `<origin>/v1/docs#errors`
    */

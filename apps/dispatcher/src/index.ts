@@ -1,10 +1,11 @@
 import type { Logger } from '@stampcard/config';
-import type { Ctx } from '@stampcard/core';
+import { type Ctx, DEFAULT_BACKLOG_BATCH } from '@stampcard/core';
 import { type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createDeliveryBatching } from './batching';
 import { createSender } from './http';
+import { runBacklog } from './processors/backlog';
 import { deliverMessage } from './processors/deliver';
 import { deliverMessages } from './processors/deliver-batch';
 import { fanOut } from './processors/fan-out';
@@ -69,6 +70,12 @@ export type DispatcherOptions = {
    */
   sweep?: boolean;
   /**
+   * The most messages one batch of a backlog operation (release, discard, delete) handles
+   * (`WEBHOOK_BACKLOG_BATCH`).
+   * @defaultValue 1000
+   */
+  backlogBatch?: number;
+  /**
    * Job lock, in ms: the jobs of a dispatcher that died are taken over within about 1.5 times this.
    * @defaultValue 10000
    */
@@ -107,6 +114,12 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
     'webhook-message.deliver': deliverMessage(deliver),
     'webhook-messages.deliver': deliverMessages(deliver),
+    'webhook-backlog.run': runBacklog(
+      opts.ctx,
+      opts.queues,
+      opts.logger,
+      opts.backlogBatch ?? DEFAULT_BACKLOG_BATCH,
+    ),
   };
   const workers = startConsumers({
     consumer: 'dispatcher',
@@ -114,7 +127,8 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     connection: opts.connection,
     prefix: opts.prefix,
     concurrency: opts.concurrency ?? 64,
-    queueConcurrency: { 'webhook-events': 4 },
+    // Batches of one endpoint take its row lock in turn; two queues' worth keeps several endpoints moving.
+    queueConcurrency: { 'webhook-events': 4, 'webhook-backlogs': 2 },
     lockMs: opts.lockMs ?? 10_000,
     // A delivery cut off by a dying process is taken over again rather than failed: it is at-least-once.
     maxStalledCount: 5,

@@ -1,6 +1,13 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, FAN_OUT_BATCH, fanOutEvents, findOverdueMessages } from '@stampcard/core';
 import {
+  type Ctx,
+  FAN_OUT_BATCH,
+  fanOutEvents,
+  findOverdueMessages,
+  findStalledBacklogs,
+} from '@stampcard/core';
+import {
+  backlogJobId,
   deliveryJobId,
   ensureJobs,
   type JobPayload,
@@ -39,7 +46,7 @@ async function messagesInBatchJobs(queues: Queues): Promise<Set<string>> {
  * What makes the outbox lossless: every sweep fans out the events nobody pushed to the dispatcher (those the
  * API writes, or a worker's whose push failed), and every few sweeps makes sure each overdue PENDING message
  * of an enabled endpoint has a live delivery job (Redis lost it, or a process died between commit and
- * enqueue). Answers what it did.
+ * enqueue), and that each backlog operation still running has the job of its next batch. Answers what it did.
  */
 export function createSweeper(opts: SweeperOptions) {
   let round = 0;
@@ -54,6 +61,7 @@ export function createSweeper(opts: SweeperOptions) {
       if (batch.events < FAN_OUT_BATCH) break;
     }
     let requeued = 0;
+    let resumed = 0;
     if (round++ % opts.overdueEvery === 0) {
       const overdue = await findOverdueMessages(opts.ctx, opts.overdueGraceMs);
       // A message still waiting in a batch job (a backlog) is not lost: only the others get a job of their own.
@@ -66,8 +74,16 @@ export function createSweeper(opts: SweeperOptions) {
           .map((m) => ({ payload: m, jobId: deliveryJobId(m) })),
       ));
       if (requeued > 0) opts.logger.warn({ requeued }, 'sweep put webhook messages back in the queue');
+      // A backlog operation whose next batch has not run for a while may have lost its job: make sure it has one.
+      const stalled = await findStalledBacklogs(opts.ctx, opts.overdueGraceMs);
+      ({ added: resumed } = await ensureJobs(
+        opts.queues,
+        'webhook-backlog.run',
+        stalled.map((step) => ({ payload: step, jobId: backlogJobId(step) })),
+      ));
+      if (resumed > 0) opts.logger.warn({ resumed }, 'sweep resumed webhook backlog operations');
     }
-    return { events, scheduled, requeued };
+    return { events, scheduled, requeued, resumed };
   }
   return periodic(sweep, opts.intervalMs, (err) => opts.logger.error({ err }, 'dispatch sweep failed'));
 }

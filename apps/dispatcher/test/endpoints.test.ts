@@ -244,8 +244,17 @@ describe('disabled endpoints keep their messages', () => {
       (ms) => ms.length === 2,
     );
     const op = operator(stack);
+    // Two messages take one batch: discarded before the answer.
     expect((await op.post(`/admin/v1/webhook-endpoints/${ep.id}/discard-pending`)).body).toEqual({
       discarded: 2,
+      backlog: {
+        kind: 'DISCARD',
+        state: 'DONE',
+        total: 2,
+        done: 2,
+        startedAt: expect.any(Number),
+        finishedAt: expect.any(Number),
+      },
     });
     expect((await op.patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true })).body.released).toBe(0);
     const discarded = await messagesOf(stack, ep.id, '?status=DISCARDED');

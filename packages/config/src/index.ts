@@ -100,6 +100,13 @@ export const envSchema = z.object({
    */
   WEBHOOK_ENDPOINT_CONCURRENCY: intFromEnv(32, 1),
   /**
+   * The most messages one batch of an endpoint's backlog operation handles (releasing the messages it held when
+   * it is enabled, discarding its pending ones, deleting them with it): one statement and one enqueue each, well
+   * under `DB_STATEMENT_TIMEOUT_MS`, whatever the backlog.
+   * @defaultValue 1000
+   */
+  WEBHOOK_BACKLOG_BATCH: z.coerce.number().int().min(10).max(50_000).default(1000),
+  /**
    * How often the dispatcher sweeps the outbox for events not yet fanned out and messages whose job is
    * missing, in ms.
    * @defaultValue 1000

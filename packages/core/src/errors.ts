@@ -10,6 +10,7 @@ export const ERROR_CATALOG = {
   NOT_AUTHORIZED: { name: 'NotAuthorized', status: 403 },
   NOT_FOUND: { name: 'NotFound', status: 404 },
   DUPLICATE_REQUEST: { name: 'DuplicateRequest', status: 409 },
+  OPERATION_IN_PROGRESS: { name: 'OperationInProgress', status: 409 },
   PARTICIPANT_BLOCKED: { name: 'ParticipantBlocked', status: 422 },
   RATE_LIMIT: { name: 'RateLimit', status: 429 },
   INTERNAL_ERROR: { name: 'InternalError', status: 500 },

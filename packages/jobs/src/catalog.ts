@@ -96,6 +96,27 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /**
+   * The next batch of an endpoint's backlog operation (release, discard or delete of its messages; see
+   * `backlogBatch` in core), job id `backlog-<endpointId>-<operation>-<batch>` (`backlogJobId`). Each job runs one
+   * bounded batch and queues the next, so a backlog of a million messages is a chain of small jobs; the state
+   * is in PostgreSQL, and a job run twice, or one of an operation superseded since, does nothing.
+   */
+  'webhook-backlog.run': {
+    queue: 'webhook-backlogs',
+    consumer: 'dispatcher',
+    payload: z.strictObject({
+      endpointId: z.string().startsWith('ep_'),
+      operation: z.number().int().min(1),
+      batch: z.number().int().min(0),
+    }),
+    options: {
+      attempts: 10,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
 } as const satisfies Record<string, JobDefinition>;
 
 export type JobName = keyof typeof JOBS;

@@ -156,6 +156,21 @@ export async function deferDeliveries(
   );
 }
 
+/** A batch of an endpoint's backlog operation: the payload of `webhook-backlog.run`. */
+export type BacklogStepJob = JobPayload<'webhook-backlog.run'>;
+
+/** A backlog batch's job id: one job per batch of an operation. */
+export const backlogJobId = (s: BacklogStepJob) => `backlog-${s.endpointId}-${s.operation}-${s.batch}`;
+
+/** Queues the next batch of backlog operations, each once (by `backlogJobId`), in one round trip. */
+export function enqueueBacklogSteps(queues: Queues, steps: BacklogStepJob[]): Promise<void> {
+  return enqueue(
+    queues,
+    'webhook-backlog.run',
+    steps.map((payload) => ({ payload, jobId: backlogJobId(payload) })),
+  );
+}
+
 /** Most actions in one `loyalty-actions.apply` job. */
 export const ACTION_BATCH = 64;
 

@@ -19,6 +19,8 @@ export const ERROR_DESCRIPTIONS = {
     'An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.',
   DUPLICATE_REQUEST:
     'The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.',
+  OPERATION_IN_PROGRESS:
+    "A webhook endpoint is still releasing or discarding its messages in the background: enabling it during a discard, or discarding during a release or another discard, waits until that operation is DONE. `operation: { kind, state, total, done, startedAt, finishedAt }` is the one running (as the endpoint's `backlog` shows it). Deleting the endpoint is always allowed.",
   PARTICIPANT_BLOCKED:
     'Anti-fraud blocked the participant (a high fraud risk, a blacklisted email or IP address); `fraudRiskLevel`, `fraudReasonCode` and `matchedParticipantIds` say why.',
   RATE_LIMIT:
@@ -71,6 +73,17 @@ export const ErrorBody = z
       .object({ method: z.string(), path: z.string(), startedAt: z.number().int() })
       .optional()
       .openapi({ description: 'DUPLICATE_REQUEST: the first request; `startedAt` in UTC ms' }),
+    operation: z
+      .object({
+        kind: z.enum(['RELEASE', 'DISCARD']),
+        state: z.literal('RUNNING'),
+        total: z.number().int(),
+        done: z.number().int(),
+        startedAt: z.number().int(),
+        finishedAt: z.null(),
+      })
+      .optional()
+      .openapi({ description: 'OPERATION_IN_PROGRESS: the operation running; times in UTC ms' }),
     policyName: z
       .enum(['SECOND', 'MINUTE', 'HOUR', 'CONCURRENCY'])
       .optional()
@@ -107,6 +120,20 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: Record<string, un
       request: { method: 'POST', path: '/v1/campaign/a1b2c3d4/loyalty-action', startedAt: 1795384406930 },
     },
   },
+  OPERATION_IN_PROGRESS: {
+    message:
+      'Webhook endpoint ep_3kQ9 is still running a RELEASE of its messages: wait until its backlog is DONE',
+    details: {
+      operation: {
+        kind: 'RELEASE',
+        state: 'RUNNING',
+        total: 47000,
+        done: 12000,
+        startedAt: 1795384406930,
+        finishedAt: null,
+      },
+    },
+  },
   PARTICIPANT_BLOCKED: {
     message: "Participant blocked by anti-fraud: its email or IP address is on the campaign's blacklist",
     details: { fraudRiskLevel: 'HIGH', fraudReasonCode: 'BLACKLIST_MATCH', matchedParticipantIds: [] },
@@ -137,7 +164,7 @@ const STATUS_TITLES: Record<number, string> = {
   402: 'Usage limit',
   403: 'Not authorized',
   404: 'Not found',
-  409: 'Duplicate request',
+  409: 'Conflict',
   422: 'Participant blocked',
   429: 'Rate limit',
   500: 'Internal error',

@@ -9,6 +9,17 @@ export type EndpointKind = (typeof ENDPOINT_KINDS)[number];
 export const DISABLED_REASONS = ['OPERATOR', 'GONE', 'FAILING'] as const;
 export type DisabledReason = (typeof DISABLED_REASONS)[number];
 
+/**
+ * A long operation on an endpoint's messages, run in bounded batches in the background: RELEASE (it was enabled:
+ * its held messages are made due), DISCARD (the operator dropped its pending messages), DELETE (it was deleted:
+ * its messages and their attempts go, then the endpoint row).
+ */
+export const BACKLOG_KINDS = ['RELEASE', 'DISCARD', 'DELETE'] as const;
+export type BacklogKind = (typeof BACKLOG_KINDS)[number];
+/** RUNNING until its last batch; CANCELLED when the endpoint was disabled during a RELEASE. */
+export const BACKLOG_STATES = ['RUNNING', 'DONE', 'CANCELLED'] as const;
+export type BacklogState = (typeof BACKLOG_STATES)[number];
+
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: 'date' });
 
 /**
@@ -38,8 +49,33 @@ export const webhookEndpoints = pgTable(
     failingSince: ts('failing_since'),
     createdAt: ts('created_at').notNull(),
     updatedAt: ts('updated_at').notNull(),
+    /** Set when it is deleted: gone from the API at once, while its messages are deleted in batches. */
+    deletedAt: ts('deleted_at'),
+    /**
+     * Its latest backlog operation (see `BACKLOG_KINDS`): the durable state its batches resume from after a crash.
+     * `backlogOperation` counts the operations, so a batch job of an earlier one finds itself stale;
+     * `backlogBatches` counts the batches run, so a batch job run twice does its batch once.
+     */
+    backlogKind: text('backlog_kind').$type<BacklogKind>(),
+    backlogState: text('backlog_state').$type<BacklogState>(),
+    backlogOperation: integer('backlog_operation').notNull().default(0),
+    /** Messages it had to handle when it started (RELEASE, DISCARD); null for DELETE. */
+    backlogTotal: integer('backlog_total'),
+    backlogDone: integer('backlog_done').notNull().default(0),
+    backlogBatches: integer('backlog_batches').notNull().default(0),
+    /** When it started: only messages made before then are its to handle. */
+    backlogStartedAt: ts('backlog_started_at'),
+    backlogFinishedAt: ts('backlog_finished_at'),
+    /** When its last batch ran (or it started): a RUNNING operation untouched for long is resumed by the sweep. */
+    backlogTouchedAt: ts('backlog_touched_at'),
+    /** The last message handled, in (createdAt, id) order: the next batch starts after it. */
+    backlogCursorAt: ts('backlog_cursor_at'),
+    backlogCursorId: text('backlog_cursor_id'),
   },
-  (t) => [index('webhook_endpoints_campaign_idx').on(t.campaignId)],
+  (t) => [
+    index('webhook_endpoints_campaign_idx').on(t.campaignId),
+    index('webhook_endpoints_backlog_idx').on(t.backlogTouchedAt).where(sql`${t.backlogState} = 'RUNNING'`),
+  ],
 );
 
 /**
@@ -84,6 +120,11 @@ export const webhookMessages = pgTable(
     uniqueIndex('webhook_messages_event_endpoint_uq').on(t.eventId, t.endpointId),
     index('webhook_messages_endpoint_idx').on(t.endpointId, t.createdAt),
     index('webhook_messages_due_idx').on(t.nextAttemptAt).where(sql`${t.status} = 'PENDING'`),
+    // An endpoint's pending messages in (createdAt, id) order: what a backlog batch takes from its cursor, and
+    // what counting them reads, however many delivered ones the endpoint has.
+    index('webhook_messages_pending_idx')
+      .on(t.endpointId, t.createdAt, t.id)
+      .where(sql`${t.status} = 'PENDING'`),
   ],
 );
 

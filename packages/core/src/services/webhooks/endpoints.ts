@@ -1,10 +1,20 @@
 import { campaigns, type EndpointKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { checkResolvedDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
-import { and, asc, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, isNull } from 'drizzle-orm';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { clip, notFound, validationError } from '../../errors';
 import { newId } from '../../ids';
-import { type EndpointRow, serializeEndpoint } from './views';
+import {
+  type BacklogStep,
+  backlogBatch,
+  countPending,
+  DEFAULT_BACKLOG_BATCH,
+  operationInProgress,
+  runningBacklog,
+  startBacklog,
+} from './backlog';
+import type { Scheduled } from './messages';
+import { type EndpointRow, serializeBacklog, serializeEndpoint } from './views';
 
 /** What the operator chooses of an endpoint. */
 export type EndpointInput = {
@@ -27,6 +37,12 @@ export type EndpointOptions = {
    * @defaultValue false
    */
   allowPrivateNetworks?: boolean;
+  /**
+   * The most messages one batch of a backlog operation handles (`WEBHOOK_BACKLOG_BATCH`): the request runs the
+   * first batch, the dispatcher the others.
+   * @defaultValue 1000
+   */
+  backlogBatch?: number;
 };
 
 /** The rotation overlap when the operator names none: old and new secrets both sign for 24 h. */
@@ -48,11 +64,29 @@ async function checkedUrl(url: string, opts: EndpointOptions): Promise<string> {
   throw validationError([{ location: 'body', param: 'url', value: clip(url), msg }]);
 }
 
+/** A deleted endpoint is gone from the API at once, while its messages are still being deleted. */
+const live = (id: string) => and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt));
+
 async function requireEndpoint(ctx: Ctx, id: string): Promise<EndpointRow> {
-  const [row] = await ctx.db.select().from(webhookEndpoints).where(eq(webhookEndpoints.id, id));
+  const [row] = await ctx.db.select().from(webhookEndpoints).where(live(id));
   if (!row) throw notFound(`Webhook endpoint ${id}`);
   return row;
 }
+
+/** The endpoint locked for a change, in the caller's transaction. */
+async function lockEndpoint(tx: Ctx, id: string): Promise<EndpointRow> {
+  const [row] = await tx.db.select().from(webhookEndpoints).where(live(id)).for('update');
+  if (!row) throw notFound(`Webhook endpoint ${id}`);
+  return row;
+}
+
+/** What a request that started a backlog operation hands on once committed. */
+export type BacklogHandOff = {
+  /** The messages its first batch made due, to put in the delivery queue. */
+  scheduled: Scheduled[];
+  /** The job of the operation's next batch, when one batch was not enough. */
+  next: BacklogStep | null;
+};
 
 /** Registers an endpoint; the answer carries its secret, which is never shown again. */
 export async function createEndpoint(
@@ -100,7 +134,7 @@ export async function listEndpoints(ctx: Ctx, campaignId: string) {
   const rows = await ctx.db
     .select()
     .from(webhookEndpoints)
-    .where(eq(webhookEndpoints.campaignId, campaignId))
+    .where(and(eq(webhookEndpoints.campaignId, campaignId), isNull(webhookEndpoints.deletedAt)))
     .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id));
   const now = ctx.clock.now();
   return { endpoints: rows.map((r) => serializeEndpoint(r, now)) };
@@ -112,26 +146,27 @@ export async function getEndpoint(ctx: Ctx, id: string) {
 
 /**
  * Changes an endpoint. Enabling a disabled one releases the messages it held: each is due at once, on a fresh
- * retry schedule and at a new generation, and `released` lists them for the caller to put in the delivery
- * queue.
+ * retry schedule and at a new generation. `released` says how many; the first batch is released here, the rest
+ * in the background (`backlog` shows the progress). Disabling it during a release ends the release: what is
+ * left stays held. Enabling it while a discard runs is refused (409 OPERATION_IN_PROGRESS).
  */
 export async function updateEndpoint(
   ctx: Ctx,
   id: string,
   patch: Partial<EndpointInput>,
   opts: EndpointOptions = {},
-) {
+): Promise<{ endpoint: ReturnType<typeof serializeEndpoint>; released: number } & BacklogHandOff> {
   const url = patch.url === undefined ? undefined : await checkedUrl(patch.url, opts);
   return unitOfWork(ctx, async (tx) => {
     const now = ctx.clock.now();
-    const [current] = await tx.db
-      .select()
-      .from(webhookEndpoints)
-      .where(eq(webhookEndpoints.id, id))
-      .for('update');
-    if (!current) throw notFound(`Webhook endpoint ${id}`);
+    const current = await lockEndpoint(tx, id);
     const enabling = patch.enabled === true && !current.enabled;
     const disabling = patch.enabled === false && current.enabled;
+    if (enabling && runningBacklog(current) && current.backlogKind === 'DISCARD') {
+      throw operationInProgress(current);
+    }
+    const released = enabling ? await countPending(tx, id, now) : 0;
+    const releasing = current.backlogKind === 'RELEASE' && runningBacklog(current);
     const [row] = await tx.db
       .update(webhookEndpoints)
       .set({
@@ -141,34 +176,50 @@ export async function updateEndpoint(
         ...(patch.rateLimit === undefined ? {} : { rateLimit: patch.rateLimit }),
         ...(patch.description === undefined ? {} : { description: patch.description }),
         ...(enabling ? { enabled: true, disabledReason: null, disabledAt: null, failingSince: null } : {}),
+        ...(enabling && released > 0 ? startBacklog(current, 'RELEASE', released, now) : {}),
         ...(disabling ? { enabled: false, disabledReason: 'OPERATOR' as const, disabledAt: now } : {}),
+        ...(disabling && releasing
+          ? { backlogState: 'CANCELLED' as const, backlogFinishedAt: now, backlogTouchedAt: now }
+          : {}),
         updatedAt: now,
       })
       .where(eq(webhookEndpoints.id, id))
       .returning();
-    const released = enabling
-      ? await tx.db
-          .update(webhookMessages)
-          .set({
-            nextAttemptAt: now,
-            attempts: 0,
-            updatedAt: now,
-            generation: sql`${webhookMessages.generation} + 1`,
-          })
-          .where(and(eq(webhookMessages.endpointId, id), eq(webhookMessages.status, 'PENDING')))
-          .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation })
-      : [];
-    return { endpoint: serializeEndpoint(row!, now), released };
+    if (!(enabling && released > 0)) {
+      return { endpoint: serializeEndpoint(row!, now), released, scheduled: [], next: null };
+    }
+    const first = await backlogBatch(tx, row!, opts.backlogBatch ?? DEFAULT_BACKLOG_BATCH);
+    const after = await lockEndpoint(tx, id);
+    return {
+      endpoint: serializeEndpoint(after, now),
+      released,
+      scheduled: first.scheduled,
+      next: first.next,
+    };
   });
 }
 
-/** Deletes an endpoint with its messages and their attempts. */
-export async function deleteEndpoint(ctx: Ctx, id: string) {
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, id)).returning({ id: webhookEndpoints.id }),
-  );
-  if (!row) throw notFound(`Webhook endpoint ${id}`);
-  return { id: row.id, deleted: true };
+/**
+ * Deletes an endpoint: it is gone from the API at once (and gets no new message); its messages and their
+ * attempts are deleted in batches, the first here, the others in the background, then the endpoint row. Deleting
+ * supersedes any release or discard still running.
+ */
+export async function deleteEndpoint(
+  ctx: Ctx,
+  id: string,
+  opts: Pick<EndpointOptions, 'backlogBatch'> = {},
+): Promise<{ answer: { id: string; deleted: true }; next: BacklogStep | null }> {
+  return unitOfWork(ctx, async (tx) => {
+    const current = await lockEndpoint(tx, id);
+    const now = ctx.clock.now();
+    const [row] = await tx.db
+      .update(webhookEndpoints)
+      .set({ deletedAt: now, enabled: false, updatedAt: now, ...startBacklog(current, 'DELETE', null, now) })
+      .where(eq(webhookEndpoints.id, id))
+      .returning();
+    const first = await backlogBatch(tx, row!, opts.backlogBatch ?? DEFAULT_BACKLOG_BATCH);
+    return { answer: { id, deleted: true as const }, next: first.next };
+  });
 }
 
 /**
@@ -245,16 +296,31 @@ export async function createTestMessage(ctx: Ctx, id: string) {
   return { messageId: row!.id, generation: row!.generation, endpointEnabled: endpoint.enabled };
 }
 
-/** Drops the messages a (disabled) endpoint holds, by the operator's explicit choice. */
-export async function discardPendingMessages(ctx: Ctx, id: string) {
-  await requireEndpoint(ctx, id);
-  const now = ctx.clock.now();
-  const rows = await commitWrite(ctx, () =>
-    ctx.db
-      .update(webhookMessages)
-      .set({ status: 'DISCARDED', updatedAt: now })
-      .where(and(eq(webhookMessages.endpointId, id), eq(webhookMessages.status, 'PENDING')))
-      .returning({ id: webhookMessages.id }),
-  );
-  return { discarded: rows.length };
+/**
+ * Drops the messages an endpoint still has to deliver (those made until now), by the operator's explicit
+ * choice: `discarded` says how many; the first batch goes here, the rest in the background (`backlog` shows the
+ * progress). Refused while a release or another discard runs (409 OPERATION_IN_PROGRESS).
+ */
+export async function discardPendingMessages(
+  ctx: Ctx,
+  id: string,
+  opts: Pick<EndpointOptions, 'backlogBatch'> = {},
+): Promise<{ answer: { discarded: number; backlog: ReturnType<typeof serializeBacklog> } } & BacklogHandOff> {
+  return unitOfWork(ctx, async (tx) => {
+    const current = await lockEndpoint(tx, id);
+    if (runningBacklog(current)) throw operationInProgress(current);
+    const now = ctx.clock.now();
+    const discarded = await countPending(tx, id, now);
+    if (discarded === 0) {
+      return { answer: { discarded, backlog: serializeBacklog(current) }, scheduled: [], next: null };
+    }
+    const [row] = await tx.db
+      .update(webhookEndpoints)
+      .set(startBacklog(current, 'DISCARD', discarded, now))
+      .where(eq(webhookEndpoints.id, id))
+      .returning();
+    const first = await backlogBatch(tx, row!, opts.backlogBatch ?? DEFAULT_BACKLOG_BATCH);
+    const after = await lockEndpoint(tx, id);
+    return { answer: { discarded, backlog: serializeBacklog(after) }, scheduled: [], next: first.next };
+  });
 }

@@ -23,7 +23,8 @@ export const FAN_OUT_BATCH = 500;
  * rows). With `eventIds`, those events (a worker's committed batch); without, the oldest undispatched ones (the
  * sweep).
  *
- * An endpoint that is disabled gets its messages all the same: they wait for it to be enabled again. The
+ * An endpoint that is disabled gets its messages all the same: they wait for it to be enabled again (a deleted
+ * one, whose messages are being deleted in batches, gets none). The
  * answer lists the new messages of enabled endpoints, for the caller to put in the delivery queue.
  */
 export async function fanOutEvents(
@@ -41,7 +42,7 @@ export async function fanOutEvents(
       for update skip locked
     ), targets as (
       select p.id as event_id, p.seq, p.campaign_id, p.type, ep.id as endpoint_id, ep.enabled
-      from picked p join ${webhookEndpoints} ep on ep.campaign_id = p.campaign_id
+      from picked p join ${webhookEndpoints} ep on ep.campaign_id = p.campaign_id and ep.deleted_at is null
       where cardinality(ep.event_types) = 0 or p.type = any(ep.event_types)
     ), created as (
       insert into ${webhookMessages}

@@ -1,3 +1,4 @@
+export * from './backlog';
 export * from './delivery';
 export * from './endpoints';
 export * from './fan-out';

@@ -1,5 +1,5 @@
 import { type MessageStatus, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, desc, eq, gte, inArray, lt, lte, or, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
 import { type AttemptRow, type MessageRow, serializeMessage } from './views';
@@ -13,7 +13,6 @@ export type MessageFilter = {
   until?: number;
 };
 
-/** A message scheduled for delivery at a generation: what the caller puts in the delivery queue. */
 /** A message to put in the delivery queue: at its current generation, with its endpoint when known. */
 export type Scheduled = { messageId: string; generation: number; endpointId?: string };
 
@@ -48,7 +47,7 @@ export async function listMessages(
   const [endpoint] = await ctx.db
     .select({ id: webhookEndpoints.id })
     .from(webhookEndpoints)
-    .where(eq(webhookEndpoints.id, endpointId));
+    .where(and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)));
   if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
   let cursor: SQL | undefined;
   if (filter.after) {
@@ -80,10 +79,15 @@ export async function listMessages(
   };
 }
 
+/** A message of an endpoint that is not deleted (a deleted endpoint's messages are gone from the API at once). */
 async function requireMessage(ctx: Ctx, id: string): Promise<MessageRow> {
-  const [row] = await ctx.db.select().from(webhookMessages).where(eq(webhookMessages.id, id));
+  const [row] = await ctx.db
+    .select({ message: webhookMessages })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .where(and(eq(webhookMessages.id, id), isNull(webhookEndpoints.deletedAt)));
   if (!row) throw notFound(`Webhook message ${id}`);
-  return row;
+  return row.message;
 }
 
 /** One message with every attempt. */
@@ -92,7 +96,8 @@ export async function getMessage(ctx: Ctx, id: string) {
   return serializeMessage(m, (await attemptsOf(ctx, [id])).get(id)!);
 }
 
-const replayed = (now: Date) => ({
+/** What a message replayed (or released by its endpoint's enabling) becomes: due now, on a fresh schedule. */
+export const replayed = (now: Date) => ({
   status: 'PENDING' as const,
   attempts: 0,
   nextAttemptAt: now,
@@ -122,6 +127,20 @@ export async function replayMessage(ctx: Ctx, id: string) {
   };
 }
 
+/**
+ * At most `limit` of an endpoint's messages that match, oldest first (createdAt, id), locked for the statement
+ * that uses them; messages another statement holds are skipped, so two at once never take the same message. The
+ * subquery of every bulk change of messages: replay, and each batch of a backlog operation.
+ */
+export const pickMessages = (ctx: Ctx, matching: SQL | undefined, limit: number) =>
+  ctx.db
+    .select({ id: webhookMessages.id })
+    .from(webhookMessages)
+    .where(matching)
+    .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
+    .limit(limit)
+    .for('update', { skipLocked: true });
+
 /** At most this many messages are replayed by one request; the answer says when more matched. */
 export const MAX_REPLAY = 10_000;
 
@@ -134,7 +153,7 @@ export async function replayMessages(ctx: Ctx, endpointId: string, filter: Messa
   const [endpoint] = await ctx.db
     .select({ id: webhookEndpoints.id, enabled: webhookEndpoints.enabled })
     .from(webhookEndpoints)
-    .where(eq(webhookEndpoints.id, endpointId));
+    .where(and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)));
   if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
   const status = filter.status ?? 'FAILED';
   const now = ctx.clock.now();
@@ -148,18 +167,7 @@ export async function replayMessages(ctx: Ctx, endpointId: string, filter: Messa
     ctx.db
       .update(webhookMessages)
       .set(replayed(now))
-      .where(
-        inArray(
-          webhookMessages.id,
-          ctx.db
-            .select({ id: webhookMessages.id })
-            .from(webhookMessages)
-            .where(matching)
-            .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
-            .limit(MAX_REPLAY)
-            .for('update', { skipLocked: true }),
-        ),
-      )
+      .where(inArray(webhookMessages.id, pickMessages(ctx, matching, MAX_REPLAY)))
       .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation }),
   );
   const [left] =

@@ -6,6 +6,22 @@ export type AttemptRow = typeof webhookAttempts.$inferSelect;
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 
+/**
+ * The endpoint's latest release or discard of its messages, with its progress; null when it never had one. (A
+ * deletion is never shown: the endpoint is gone from the API as soon as it is asked.)
+ */
+export function serializeBacklog(e: EndpointRow) {
+  if (!e.backlogKind || e.backlogKind === 'DELETE' || !e.backlogState || !e.backlogStartedAt) return null;
+  return {
+    kind: e.backlogKind,
+    state: e.backlogState,
+    total: e.backlogTotal ?? e.backlogDone,
+    done: e.backlogDone,
+    startedAt: e.backlogStartedAt.getTime(),
+    finishedAt: ms(e.backlogFinishedAt),
+  };
+}
+
 /** An endpoint as the operator API shows it: never its secrets (those are shown once, when made). */
 export function serializeEndpoint(e: EndpointRow, now: Date) {
   const overlapping = e.previousSecret && e.previousSecretExpiresAt && e.previousSecretExpiresAt > now;
@@ -25,6 +41,7 @@ export function serializeEndpoint(e: EndpointRow, now: Date) {
     previousSecretExpiresAt: overlapping ? ms(e.previousSecretExpiresAt) : null,
     createdAt: e.createdAt.getTime(),
     updatedAt: e.updatedAt.getTime(),
+    backlog: serializeBacklog(e),
   };
 }
 

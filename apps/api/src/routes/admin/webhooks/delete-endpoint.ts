@@ -3,16 +3,25 @@ import { deleteEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
 import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
 import { DeletedEndpoint } from './responses';
-import { endpointIdParam } from './schemas';
+import { endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createRoute({
   method: 'delete',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Delete an endpoint with its messages and their attempts',
+  description:
+    'The endpoint is gone at once: every route answers 404 for it and its messages, it is left out of lists, and it receives and delivers nothing more. Its messages and their attempts are deleted in batches (`WEBHOOK_BACKLOG_BATCH`, 1,000; the first before the answer, the others in the background), then the endpoint itself. Deleting is allowed whatever the endpoint is doing, and ends a release or discard still running.',
   tags: ['Operator: webhooks'],
   request: { params: endpointIdParam },
   responses: { ...okResponse('`{ id, deleted: true }`', DeletedEndpoint), ...operatorErrorResponses },
 });
 
 export const registerDeleteEndpoint = (app: App) =>
-  app.openapi(route, async (c) => c.json(await deleteEndpoint(c.get('ctx'), c.req.valid('param').id), 200));
+  app.openapi(route, async (c) => {
+    const { id } = c.req.valid('param');
+    const { answer, next } = await deleteEndpoint(c.get('ctx'), id, {
+      backlogBatch: c.get('deps').webhookBacklogBatch,
+    });
+    await handOffBacklog(c, id, { scheduled: [], next });
+    return c.json(answer, 200);
+  });

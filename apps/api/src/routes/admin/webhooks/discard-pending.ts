@@ -1,20 +1,31 @@
 import { createRoute } from '@hono/zod-openapi';
 import { discardPendingMessages } from '@stampcard/core';
 import type { App } from '../../../env';
-import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { errorResponsesFor, OPERATOR_ERRORS } from '../../../lib/error-schema';
+import { okResponse } from '../../../lib/schemas';
 import { DiscardAnswer } from './responses';
-import { endpointIdParam } from './schemas';
+import { endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createRoute({
   method: 'post',
   path: '/admin/v1/webhook-endpoints/{id}/discard-pending',
   summary: 'Drop the messages an endpoint still has to deliver (e.g. kept while it was disabled)',
+  description:
+    'Answers at once with `discarded`, the number of pending messages made until now: the first batch (`WEBHOOK_BACKLOG_BATCH`, 1,000) is discarded at once, the others in batches in the background, and `backlog` (here and on the endpoint) shows the progress until `DONE`. While a release or another discard of the endpoint runs, it answers 409 `OPERATION_IN_PROGRESS`.',
   tags: ['Operator: webhooks'],
   request: { params: endpointIdParam },
-  responses: { ...okResponse('`{ discarded }`', DiscardAnswer), ...operatorErrorResponses },
+  responses: {
+    ...okResponse('`{ discarded, backlog }`', DiscardAnswer),
+    ...errorResponsesFor([...OPERATOR_ERRORS, 'OPERATION_IN_PROGRESS']),
+  },
 });
 
 export const registerDiscardPending = (app: App) =>
-  app.openapi(route, async (c) =>
-    c.json(await discardPendingMessages(c.get('ctx'), c.req.valid('param').id), 200),
-  );
+  app.openapi(route, async (c) => {
+    const { id } = c.req.valid('param');
+    const { answer, ...handOff } = await discardPendingMessages(c.get('ctx'), id, {
+      backlogBatch: c.get('deps').webhookBacklogBatch,
+    });
+    await handOffBacklog(c, id, handOff);
+    return c.json(answer, 200);
+  });

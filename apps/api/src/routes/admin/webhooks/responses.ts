@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { DISABLED_REASONS, ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
+import { BACKLOG_STATES, DISABLED_REASONS, ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
 
 /** What the webhook routes answer: the shapes of `packages/core/src/services/webhooks/views.ts`. */
 
@@ -8,6 +8,27 @@ const ms = (description: string) =>
     .number()
     .int()
     .openapi({ description: `${description} (UTC ms)` });
+
+/** `serializeBacklog`: the latest release or discard of an endpoint's messages, with its progress. */
+export const WebhookBacklog = z
+  .strictObject({
+    kind: z.enum(['RELEASE', 'DISCARD']).openapi({
+      description:
+        'RELEASE: the messages it held while disabled, made due when it was enabled; DISCARD: its pending messages, dropped',
+    }),
+    state: z.enum(BACKLOG_STATES).openapi({
+      description:
+        'RUNNING (in batches, in the background), DONE, or CANCELLED (a release of an endpoint disabled again)',
+    }),
+    total: z.number().int().openapi({ description: 'Messages it has to handle, counted when it started' }),
+    done: z.number().int().openapi({ description: 'Messages handled so far' }),
+    startedAt: ms('When it started'),
+    finishedAt: ms('When it ended').nullable(),
+  })
+  .openapi('WebhookBacklog', {
+    description:
+      "An operation on all of an endpoint's messages, run in bounded batches in the background; only messages made before it started are its own",
+  });
 
 /** `serializeEndpoint`: never its secrets. */
 const endpointFields = {
@@ -28,6 +49,9 @@ const endpointFields = {
   previousSecretExpiresAt: ms('While a rotation overlaps, when the previous secret stops signing').nullable(),
   createdAt: ms('When it was made'),
   updatedAt: ms('When it last changed'),
+  backlog: WebhookBacklog.nullable().openapi({
+    description: 'Its latest release or discard of messages and its progress; null if it never had one',
+  }),
 };
 
 // Each answer is a strict object of its own: `allOf` of a strict schema and more fields would match nothing.
@@ -49,10 +73,10 @@ export const WebhookEndpointWithSecret = z
 /** `PATCH`: the endpoint, and how many messages it kept are due now. */
 export const UpdatedWebhookEndpoint = z.strictObject({
   ...endpointFields,
-  released: z
-    .number()
-    .int()
-    .openapi({ description: 'Messages kept while it was disabled, now due (when it was enabled)' }),
+  released: z.number().int().openapi({
+    description:
+      'Messages kept while it was disabled that this change releases (when it enabled it): the first batch is due at once, the rest follow in the background (see `backlog`)',
+  }),
 });
 
 export const WebhookEndpointList = z.strictObject({ endpoints: z.array(WebhookEndpoint) });
@@ -106,7 +130,16 @@ export const ReplayAnswer = z.strictObject({
   endpointEnabled: z.boolean().openapi({ description: 'false: they wait until the endpoint is enabled' }),
 });
 
-export const DiscardAnswer = z.strictObject({ discarded: z.number().int() });
+export const DiscardAnswer = z.strictObject({
+  discarded: z.number().int().openapi({
+    description:
+      'Pending messages being discarded (those made until now): the first batch at once, the rest in the background',
+  }),
+  backlog: WebhookBacklog.nullable().openapi({
+    description:
+      'The discard and its progress (DONE when one batch was enough); as before when nothing was pending',
+  }),
+});
 
 export const TestMessageAnswer = z.strictObject({ messageId: z.string(), endpointEnabled: z.boolean() });
 

@@ -1,7 +1,8 @@
 import { z } from '@hono/zod-openapi';
+import type { BacklogHandOff } from '@stampcard/core';
 import { EVENT_TYPES } from '@stampcard/core';
 import { ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
-import { scheduleDeliveries } from '@stampcard/jobs';
+import { enqueueBacklogSteps, scheduleDeliveries } from '@stampcard/jobs';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../../env';
 import { int } from '../../../lib/schemas';
@@ -75,5 +76,19 @@ export async function queueDeliveries(
   const { queues, logger } = c.get('deps');
   await scheduleDeliveries(queues, list).catch((err) =>
     logger.warn({ err, messages: list.length }, 'webhook messages left to the dispatcher sweep'),
+  );
+}
+
+/**
+ * Hands on what a request's backlog operation left once committed: the messages of its first batch to the
+ * delivery queue (at most a batch), and the job of its next batch. If Redis refuses, the dispatcher's sweep
+ * resumes the operation from its state in PostgreSQL, so the answer stays 200 and the log says so.
+ */
+export async function handOffBacklog(c: Context<AppEnv>, endpointId: string, handOff: BacklogHandOff) {
+  const { queues, logger } = c.get('deps');
+  await queueDeliveries(c, handOff.scheduled);
+  if (!handOff.next) return;
+  await enqueueBacklogSteps(queues, [handOff.next]).catch((err) =>
+    logger.warn({ err, endpointId }, 'webhook backlog operation left to the dispatcher sweep'),
   );
 }

@@ -1,31 +1,33 @@
 import { updateEndpoint } from '@stampcard/core';
 import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
-import { jsonBody, okResponse, operatorErrorResponses } from '../../../lib/schemas';
+import { errorResponsesFor, OPERATOR_ERRORS } from '../../../lib/error-schema';
+import { jsonBody, okResponse } from '../../../lib/schemas';
 import { UpdatedWebhookEndpoint } from './responses';
-import { EndpointPatch, endpointIdParam, queueDeliveries } from './schemas';
+import { EndpointPatch, endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createBodyRoute({
   method: 'patch',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Change an endpoint; enabling a disabled one delivers the messages it kept meanwhile',
+  description:
+    'Enabling answers at once with `released`, the number of kept messages it releases: the first batch (`WEBHOOK_BACKLOG_BATCH`, 1,000) is due at once, the others are released in batches in the background, and `backlog` on the endpoint shows the progress until `DONE`. Disabling it during a release ends the release (`CANCELLED`): what is left stays held. Enabling it while a discard runs answers 409 `OPERATION_IN_PROGRESS`.',
   tags: ['Operator: webhooks'],
   request: { params: endpointIdParam, body: jsonBody(EndpointPatch) },
   responses: {
     ...okResponse('The endpoint, and `released`: how many kept messages are now due', UpdatedWebhookEndpoint),
-    ...operatorErrorResponses,
+    ...errorResponsesFor([...OPERATOR_ERRORS, 'OPERATION_IN_PROGRESS']),
   },
 });
 
 export const registerUpdateEndpoint = (app: App) =>
   app.openapi(route, async (c) => {
-    const { allowPrivateNetworks } = c.get('deps');
-    const { endpoint, released } = await updateEndpoint(
-      c.get('ctx'),
-      c.req.valid('param').id,
-      c.req.valid('json'),
-      { allowPrivateNetworks },
-    );
-    await queueDeliveries(c, released);
-    return c.json({ ...endpoint, released: released.length }, 200);
+    const { allowPrivateNetworks, webhookBacklogBatch } = c.get('deps');
+    const { id } = c.req.valid('param');
+    const { endpoint, released, ...handOff } = await updateEndpoint(c.get('ctx'), id, c.req.valid('json'), {
+      allowPrivateNetworks,
+      backlogBatch: webhookBacklogBatch,
+    });
+    await handOffBacklog(c, id, handOff);
+    return c.json({ ...endpoint, released }, 200);
   });

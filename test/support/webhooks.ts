@@ -1,5 +1,7 @@
+import { webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { count, eq, sql } from 'drizzle-orm';
 import { expect } from 'vitest';
-import { client, inProcess } from './client';
+import { client, eventually, inProcess } from './client';
 import { makeWorld, uniqueEmail } from './factories';
 import { OPERATOR_TOKEN, type TestStack } from './stack';
 
@@ -37,4 +39,60 @@ export async function messagesOf(stack: TestStack, endpointId: string, query = '
   const res = await operator(stack).get(`/admin/v1/webhook-endpoints/${endpointId}/messages${query}`);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body.messages as any[];
+}
+
+/**
+ * A disabled endpoint holding `n` pending messages (`WEBHOOK_TEST` bodies, ids `msg_<endpointId>_<n>`), seeded
+ * by one INSERT … SELECT generate_series, all made at the same instant an hour ago.
+ */
+export async function heldEndpoint(stack: TestStack, n: number, url = 'https://hooks.example.com/held') {
+  const w = await makeWorld(stack.ctx);
+  const ep = await registerEndpoint(stack, w.campaign.id, { url, enabled: false });
+  await stack.ctx.db.transaction(async (tx) => {
+    await tx.execute(sql`set local statement_timeout = 0`);
+    await tx.execute(sql`
+      insert into ${webhookMessages} (id, endpoint_id, campaign_id, event_type, test_body, status, next_attempt_at,
+        created_at, updated_at)
+      select 'msg_' || ${ep.id} || '_' || g, ${ep.id}, ${w.campaign.id}, 'WEBHOOK_TEST',
+        jsonb_build_object('type', 'WEBHOOK_TEST', 'timestamp', 0, 'data', jsonb_build_object('n', g)), 'PENDING',
+        now() - interval '1 hour', now() - interval '1 hour', now() - interval '1 hour'
+      from generate_series(1, ${n}) g`);
+  });
+  // Messages held for hours have long been vacuumed (visible to all), as counting them expects.
+  await stack.ctx.db.execute(sql`vacuum (analyze) ${webhookMessages}`);
+  return { ...ep, campaignId: w.campaign.id };
+}
+
+/** An endpoint's messages counted by `<status>@<generation>`, read from the database. */
+export async function messageCounts(stack: TestStack, endpointId: string): Promise<Record<string, number>> {
+  const rows = await stack.ctx.db
+    .select({ status: webhookMessages.status, generation: webhookMessages.generation, n: count() })
+    .from(webhookMessages)
+    .where(eq(webhookMessages.endpointId, endpointId))
+    .groupBy(webhookMessages.status, webhookMessages.generation);
+  return Object.fromEntries(rows.map((r) => [`${r.status}@${r.generation}`, r.n]));
+}
+
+/** Whether the endpoint's row is still in the database (a deleted one stays until its messages are gone). */
+export async function endpointRowExists(stack: TestStack, endpointId: string): Promise<boolean> {
+  const rows = await stack.ctx.db
+    .select({ id: webhookEndpoints.id })
+    .from(webhookEndpoints)
+    .where(eq(webhookEndpoints.id, endpointId));
+  return rows.length > 0;
+}
+
+/** The endpoint's `backlog` as `GET` shows it, once it is no longer RUNNING (bounded wait). */
+export async function backlogWhenEnded(
+  api: ReturnType<typeof client>,
+  endpointId: string,
+  timeoutMs = 30_000,
+) {
+  const res = await eventually(
+    () => api.get(`/admin/v1/webhook-endpoints/${endpointId}`),
+    (r) => r.status !== 200 || r.body.backlog?.state !== 'RUNNING',
+    timeoutMs,
+  );
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.backlog;
 }

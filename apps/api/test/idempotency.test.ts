@@ -429,13 +429,21 @@ describe('expiry and purge', () => {
     await expectReplay(anew, send);
   });
 
-  it('deletes expired keys, at most a batch per run, and leaves live ones', async () => {
+  it('deletes every expired key in one run, in bounded batches, and leaves live ones', async () => {
     // Whatever earlier tests left expires with these.
     const old = [newKey(), newKey(), newKey()];
     for (const key of old) {
       const r = await operator().post('/admin/v1/accounts', { name: key, plan: 'GROWTH' }, withKey(key));
       expect(r.status).toBe(200);
     }
+    // A busy caller's day of keys: far more than one batch (1,000 a minute could never keep up).
+    const at = clock.now().toISOString();
+    await stack.ctx.db.execute(sql`
+      insert into ${idempotencyKeys} (scope, key, request_hash, method, path, state, claim_token, response_status,
+        response_body, started_at, locked_until, expires_at)
+      select 'key:busy', 'k-' || g, 'h', 'POST', '/v1/x', 'DONE', 't', 200, '{}', ${at}::timestamptz,
+        ${at}::timestamptz, ${at}::timestamptz + interval '24 hours'
+      from generate_series(1, 2500) g`);
     clock.advance(24 * 3600_000 + 1000);
     const live = newKey();
     expect(
@@ -446,23 +454,48 @@ describe('expiry and purge', () => {
       .from(idempotencyKeys)
       .where(sql`${idempotencyKeys.expiresAt} <= ${clock.now().toISOString()}::timestamptz`);
     const total = expired[0]!.n;
-    expect(total).toBeGreaterThanOrEqual(3);
+    expect(total).toBeGreaterThanOrEqual(2503);
 
     const purge = createIdempotencyPurge({
       ctx: stack.ctx,
       logger: createLogger({ level: 'silent', name: 'test' }),
       intervalMs: 60_000,
-      batchSize: 2,
+      batchSize: 1000,
     });
-    let deleted = 0;
-    for (let run = 0; run < total; run++) {
-      const n = await purge.runOnce();
-      expect(n).toBeLessThanOrEqual(2);
-      deleted += n;
-    }
-    expect(deleted).toBe(total);
-    expect(await purge.runOnce()).toBe(0);
+    // One run: every expired row, 1,000 at most per statement (the last batch finds fewer and ends the run).
+    expect(await purge.runOnce()).toEqual({ deleted: total, batches: Math.floor(total / 1000) + 1 });
+    expect(await purge.runOnce()).toEqual({ deleted: 0, batches: 1 });
     for (const key of old) expect(await keyRows(key)).toEqual([]);
     expect(await keyRows(live)).toHaveLength(1);
+  });
+
+  it('a purge stopped mid-run ends after the batch in hand', async () => {
+    const at = clock.now().toISOString();
+    await stack.ctx.db.execute(sql`
+      insert into ${idempotencyKeys} (scope, key, request_hash, method, path, state, claim_token, started_at,
+        locked_until, expires_at)
+      select 'key:stop', 'k-' || g, 'h', 'POST', '/v1/x', 'DONE', 't', ${at}::timestamptz, ${at}::timestamptz,
+        ${at}::timestamptz
+      from generate_series(1, 50) g`);
+    const purge = createIdempotencyPurge({
+      ctx: stack.ctx,
+      logger: createLogger({ level: 'silent', name: 'test' }),
+      intervalMs: 60_000,
+      batchSize: 10,
+      batchPauseMs: 60_000,
+    });
+    const running = purge.runOnce();
+    // The first batch is deleted, then the run pauses a minute before the next: stopping ends it there.
+    await eventually(
+      async () =>
+        (
+          await stack.ctx.db.execute(
+            sql`select count(*)::int as n from ${idempotencyKeys} where scope = 'key:stop'`,
+          )
+        )[0]!.n as number,
+      (n) => n === 40,
+    );
+    await purge.stop();
+    expect(await running).toEqual({ deleted: 10, batches: 1 });
   });
 });

@@ -52,7 +52,8 @@ export type WorkerOptions = {
    */
   relay?: boolean;
   /**
-   * Pause between purges of expired `Idempotency-Key` answers, in ms (each deletes at most 1000 rows).
+   * Pause between purges of expired `Idempotency-Key` answers, in ms (each deletes every expired row, in
+   * batches of 1000).
    * @defaultValue 60000
    */
   idempotencyPurgeIntervalMs?: number;
@@ -72,7 +73,7 @@ export type StampcardWorker = {
   /** True while every one of them takes jobs. */
   isRunning(): boolean;
   relay: ReturnType<typeof createRelay>;
-  /** Deletes expired `Idempotency-Key` answers; `runOnce()` answers how many. */
+  /** Deletes expired `Idempotency-Key` answers; `runOnce()` answers how many, in how many batches. */
   idempotencyPurge: ReturnType<typeof createIdempotencyPurge>;
   /** Stops taking jobs, finishes the ones in hand, stops the relay and the purge. */
   close(): Promise<void>;

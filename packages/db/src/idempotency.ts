@@ -129,7 +129,7 @@ export async function releaseIdempotencyKey(
 
 /**
  * Deletes up to `limit` rows that expired before `now` (oldest first, through the expiry index) and answers
- * how many. A bounded statement: a backlog takes several runs, never one long lock.
+ * how many. A bounded statement: the purge deletes a backlog in several, never in one long lock.
  */
 export async function purgeIdempotencyKeys(db: Tx, now: Date, limit = 1000): Promise<number> {
   const at = sql`${now.toISOString()}::timestamptz`;

@@ -1,9 +1,11 @@
 import { runBacklogStep } from '@stampcard/core';
-import type { JobPayload } from '@stampcard/jobs';
+import { webhookMessages } from '@stampcard/db';
+import { JOBS, type JobPayload } from '@stampcard/jobs';
+import { Queue } from 'bullmq';
+import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, overHttp } from '../../../test/support/client';
 import { useReceivers } from '../../../test/support/receiver';
-import { refusals } from '../../../test/support/refused';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 import { backlogWhenEnded, heldEndpoint, messageCounts } from '../../../test/support/webhooks';
@@ -15,16 +17,31 @@ import { backlogWhenEnded, heldEndpoint, messageCounts } from '../../../test/sup
  */
 const BATCH = 1000;
 const stack = useTestStack({ http: true, worker: false, dispatcher: false, backlogBatch: BATCH });
-const _expectRefused = refusals(stack);
 const receiver = useReceivers();
 
 const operator = () => client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
 const endpointPath = (id: string) => `/admin/v1/webhook-endpoints/${id}`;
 
-const queue = (name: 'webhook-backlog.run' | 'webhook-messages.deliver') => stack.deps.queues.forJob(name);
+/**
+ * `use` on a queue of the stack, on its consumer connection: reading hundreds of jobs back may take longer than
+ * the 2 s the request path's connection allows a command.
+ */
+async function onQueue<T>(
+  name: 'webhook-backlog.run' | 'webhook-messages.deliver',
+  use: (q: Queue) => Promise<T>,
+) {
+  const q = new Queue(JOBS[name].queue, { connection: stack.redis, prefix: stack.prefix });
+  try {
+    return await use(q);
+  } finally {
+    await q.close();
+  }
+}
 
 describe('an endpoint with a large backlog', () => {
-  it('enabling releases ~50,000 held messages in the background: the API answers at once and queues one batch', async () => {
+  it('enabling releases ~50,000 held messages in the background: the API answers at once and queues one batch', {
+    timeout: 120_000,
+  }, async () => {
     await stack.stopDispatcher();
     const rx = await receiver();
     const total = 50_000;
@@ -38,11 +55,15 @@ describe('an endpoint with a large backlog', () => {
       backlog: { kind: 'RELEASE', state: 'RUNNING', total, done: BATCH, finishedAt: null },
     });
     // The API queued the first batch only (in jobs of 64), and the job of the next batch: never the backlog.
-    const deliveries = await queue('webhook-messages.deliver').getJobs(['waiting', 'prioritized', 'delayed']);
+    const deliveries = await onQueue('webhook-messages.deliver', (q) =>
+      q.getJobs(['waiting', 'prioritized', 'delayed']),
+    );
     const sizes = deliveries.map((j) => (j.data as JobPayload<'webhook-messages.deliver'>).messages.length);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(BATCH);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
-    const steps = await queue('webhook-backlog.run').getJobs(['waiting', 'prioritized', 'delayed']);
+    const steps = await onQueue('webhook-backlog.run', (q) =>
+      q.getJobs(['waiting', 'prioritized', 'delayed']),
+    );
     expect(steps.map((j) => j.data)).toEqual([{ endpointId: ep.id, operation: 1, batch: 1 }]);
     expect(await messageCounts(stack, ep.id)).toEqual({ 'PENDING@0': total - BATCH, 'PENDING@1': BATCH });
 
@@ -50,8 +71,8 @@ describe('an endpoint with a large backlog', () => {
     stack.startDispatcher();
     const done = await backlogWhenEnded(operator(), ep.id);
     expect(done).toMatchObject({ kind: 'RELEASE', state: 'DONE', total, done: total });
-    const ran = await queue('webhook-backlog.run').getJobs(['completed']);
-    const handled = ran.map((j) => (j.returnvalue as { handled: number }).handled);
+    const ran = await onQueue('webhook-backlog.run', (q) => q.getJobs(['completed']));
+    const handled = ran.filter(Boolean).map((j) => (j.returnvalue as { handled: number }).handled);
     expect(Math.max(...handled)).toBeLessThanOrEqual(BATCH);
     expect(handled.reduce((a, b) => a + b, 0)).toBe(total - BATCH);
     expect(handled.length).toBeGreaterThanOrEqual((total - BATCH) / BATCH);
@@ -59,17 +80,24 @@ describe('an endpoint with a large backlog', () => {
     const counts = await messageCounts(stack, ep.id);
     expect(Object.keys(counts).every((k) => k.endsWith('@1'))).toBe(true);
     expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(total);
-    const all = await queue('webhook-messages.deliver').getJobs([
-      'waiting',
-      'prioritized',
-      'delayed',
-      'active',
-      'completed',
-      'failed',
-    ]);
-    const queued = all.flatMap((j) => (j.data as JobPayload<'webhook-messages.deliver'>).messages);
+    // Each is in a delivery job still to run, or already delivered (Redis first: a job that finishes in between
+    // has recorded its success before).
+    const live = await onQueue('webhook-messages.deliver', (q) =>
+      q.getJobs(['waiting', 'prioritized', 'delayed', 'active']),
+    );
+    const queued = live
+      .filter(Boolean)
+      .flatMap((j) =>
+        j.name === 'webhook-messages.deliver'
+          ? (j.data as JobPayload<'webhook-messages.deliver'>).messages
+          : [j.data as JobPayload<'webhook-message.deliver'>],
+      );
     expect(queued.every((m) => m.generation === 1)).toBe(true);
-    expect(new Set(queued.map((m) => m.messageId)).size).toBe(total);
+    const delivered = await stack.ctx.db
+      .select({ id: webhookMessages.id })
+      .from(webhookMessages)
+      .where(and(eq(webhookMessages.endpointId, ep.id), eq(webhookMessages.status, 'SUCCEEDED')));
+    expect(new Set([...queued.map((m) => m.messageId), ...delivered.map((m) => m.id)]).size).toBe(total);
     // And they are being delivered to the receiver.
     const got = await rx.waitFor(500, 20_000);
     expect(got.every((r) => String(r.headers['webhook-id']).startsWith(`msg_${ep.id}_`))).toBe(true);
@@ -86,9 +114,9 @@ describe('an endpoint with a large backlog', () => {
       done: BATCH,
     });
     // Redis loses the next batch's job (or the API died before queueing it).
-    await queue('webhook-backlog.run').obliterate({ force: true });
+    await onQueue('webhook-backlog.run', (q) => q.obliterate({ force: true }));
     const dispatcher = stack.startDispatcher();
-    expect((await dispatcher.sweeper.runOnce()).resumed).toBe(1);
+    expect((await dispatcher.sweeper.runOnce()).resumed).toBeGreaterThanOrEqual(1);
     expect(await backlogWhenEnded(operator(), ep.id)).toMatchObject({
       state: 'DONE',
       total: 5 * BATCH,

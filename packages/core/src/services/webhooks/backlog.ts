@@ -1,8 +1,8 @@
 import { type BacklogKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, count, eq, inArray, lte, sql } from 'drizzle-orm';
+import { and, count, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { DomainError } from '../../errors';
-import { pickMessages, replayed, type Scheduled } from './messages';
+import { pickedMessages, replayed, type Scheduled } from './messages';
 import { type EndpointRow, serializeBacklog } from './views';
 
 /**
@@ -88,15 +88,12 @@ export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Pro
     const gone = await tx.db
       .delete(webhookMessages)
       .where(
-        inArray(
-          webhookMessages.id,
-          tx.db
-            .select({ id: webhookMessages.id })
-            .from(webhookMessages)
-            .where(eq(webhookMessages.endpointId, ep.id))
-            .limit(limit)
-            .for('update', { skipLocked: true }),
-        ),
+        sql`${webhookMessages.id} = any(array(${tx.db
+          .select({ id: webhookMessages.id })
+          .from(webhookMessages)
+          .where(eq(webhookMessages.endpointId, ep.id))
+          .limit(limit)
+          .for('update', { skipLocked: true })}))`,
       )
       .returning({ id: webhookMessages.id });
     if (gone.length < limit) {
@@ -125,7 +122,7 @@ export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Pro
   const rows = await tx.db
     .update(webhookMessages)
     .set(ep.backlogKind === 'RELEASE' ? replayed(now) : { status: 'DISCARDED', updatedAt: now })
-    .where(inArray(webhookMessages.id, pickMessages(tx, matching, limit)))
+    .where(pickedMessages(tx, matching, limit))
     .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation });
   const finished = rows.length < limit;
   await progress(

@@ -128,18 +128,20 @@ export async function replayMessage(ctx: Ctx, id: string) {
 }
 
 /**
- * At most `limit` of an endpoint's messages that match, oldest first (createdAt, id), locked for the statement
- * that uses them; messages another statement holds are skipped, so two at once never take the same message. The
- * subquery of every bulk change of messages: replay, and each batch of a backlog operation.
+ * The condition "one of at most `limit` of the messages that match, oldest first (createdAt, id)", locking them
+ * for the statement that uses it; messages another statement holds are skipped, so two at once never take the
+ * same message. The picked ids are an array the statement looks up by primary key: an `in (subquery)` let the
+ * planner hash-join them against a scan of the whole table, once per batch. Every bulk change of messages goes
+ * through it: replay, and each batch of a backlog operation.
  */
-export const pickMessages = (ctx: Ctx, matching: SQL | undefined, limit: number) =>
-  ctx.db
+export const pickedMessages = (ctx: Ctx, matching: SQL | undefined, limit: number): SQL =>
+  sql`${webhookMessages.id} = any(array(${ctx.db
     .select({ id: webhookMessages.id })
     .from(webhookMessages)
     .where(matching)
     .orderBy(asc(webhookMessages.createdAt), asc(webhookMessages.id))
     .limit(limit)
-    .for('update', { skipLocked: true });
+    .for('update', { skipLocked: true })}))`;
 
 /** At most this many messages are replayed by one request; the answer says when more matched. */
 export const MAX_REPLAY = 10_000;
@@ -167,7 +169,7 @@ export async function replayMessages(ctx: Ctx, endpointId: string, filter: Messa
     ctx.db
       .update(webhookMessages)
       .set(replayed(now))
-      .where(inArray(webhookMessages.id, pickMessages(ctx, matching, MAX_REPLAY)))
+      .where(pickedMessages(ctx, matching, MAX_REPLAY))
       .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation }),
   );
   const [left] =

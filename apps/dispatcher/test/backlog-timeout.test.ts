@@ -1,5 +1,6 @@
+import { fanOutEvents } from '@stampcard/core';
 import { webhookMessages } from '@stampcard/db';
-import { and, eq } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, overHttp } from '../../../test/support/client';
 import { refusals } from '../../../test/support/refused';
@@ -78,6 +79,18 @@ describe('an endpoint with a large backlog, under a 200 ms statement timeout', (
     expectErrorShape(await op.delete(endpointPath(ep.id)), 404, 'NOT_FOUND');
     const list = await op.get(`/admin/v1/campaigns/${ep.campaignId}/webhook-endpoints`);
     expect(list.body.endpoints).toEqual([]);
+    // And it gets no message of what happens in its campaign from now on.
+    const eventId = `evt_late_${ep.id}`;
+    await stack.ctx.db.execute(
+      sql`insert into events (id, campaign_id, type, data, created_at)
+        values (${eventId}, ${ep.campaignId}, 'CAMPAIGN_ENDED', '{}', now())`,
+    );
+    expect((await fanOutEvents(stack.ctx, [eventId])).scheduled).toEqual([]);
+    const late = await stack.ctx.db
+      .select({ id: webhookMessages.id })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.eventId, eventId));
+    expect(late).toEqual([]);
 
     // The dispatcher deletes the rest in batches; the discard's job, superseded, does nothing.
     stack.startDispatcher();

@@ -17,6 +17,9 @@ import { type EndpointRow, serializeBacklog } from './views';
 /** The most messages one batch handles (`WEBHOOK_BACKLOG_BATCH`). */
 export const DEFAULT_BACKLOG_BATCH = 1000;
 
+/** The smallest batch a batch that keeps running into the statement timeout falls back to. */
+export const MIN_BACKLOG_BATCH = 10;
+
 /** One batch of a backlog operation: its job's payload (and id, see `backlogJobId`). */
 export type BacklogStep = { endpointId: string; operation: number; batch: number };
 
@@ -29,9 +32,19 @@ export type BacklogBatch = {
   scheduled: Scheduled[];
   /** The next batch, while the operation runs. */
   next: BacklogStep | null;
+  /** The batch size it ran at: less than asked when the statement timeout made it halve. */
+  size: number;
 };
 
-const STALE: BacklogBatch = { ran: false, handled: 0, scheduled: [], next: null };
+const STALE: BacklogBatch = { ran: false, handled: 0, scheduled: [], next: null, size: 0 };
+
+/** Whether PostgreSQL cancelled the statement at `statement_timeout` (SQLSTATE 57014), here or in a cause. */
+function statementTimedOut(err: unknown, depth = 0): boolean {
+  if (depth > 5 || err === null || typeof err !== 'object') return false;
+  const e = err as { code?: unknown; cause?: unknown };
+  if (e.code === '57014') return true;
+  return e.cause !== undefined && e.cause !== err && statementTimedOut(e.cause, depth + 1);
+}
 
 /** The endpoint row's operation columns, reset for a new operation of `kind` starting `now`. */
 export function startBacklog(current: EndpointRow, kind: BacklogKind, total: number | null, now: Date) {
@@ -78,9 +91,21 @@ export async function countPending(ctx: Ctx, endpointId: string, until: Date): P
 
 /**
  * The next batch of the endpoint's running operation, in the caller's transaction, which holds the endpoint
- * row locked (`for update`). One statement over at most `limit` messages, then the progress in the row.
+ * row locked (`for update`): one statement over at most `limit` messages, then the progress in the row. A
+ * batch that runs into the statement timeout (a slow database, messages with long attempt logs) is rolled back
+ * to its savepoint and run again at half the size, down to `MIN_BACKLOG_BATCH`, so an operation always moves.
  */
 export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<BacklogBatch> {
+  for (let size = limit; ; size = Math.max(MIN_BACKLOG_BATCH, Math.floor(size / 2))) {
+    try {
+      return await tx.db.transaction((db) => oneBatch({ ...tx, db }, ep, size));
+    } catch (err) {
+      if (!statementTimedOut(err) || size <= MIN_BACKLOG_BATCH) throw err;
+    }
+  }
+}
+
+async function oneBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<BacklogBatch> {
   const now = tx.clock.now();
   const step = { endpointId: ep.id, operation: ep.backlogOperation, batch: ep.backlogBatches };
   if (ep.backlogKind === 'DELETE') {
@@ -99,10 +124,16 @@ export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Pro
     if (gone.length < limit) {
       // Its last messages are gone (none can be added: fan-out and the API skip a deleted endpoint).
       await tx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, ep.id));
-      return { ran: true, handled: gone.length, scheduled: [], next: null };
+      return { ran: true, handled: gone.length, scheduled: [], next: null, size: limit };
     }
     await progress(tx, ep, gone.length, [], false, now);
-    return { ran: true, handled: gone.length, scheduled: [], next: { ...step, batch: step.batch + 1 } };
+    return {
+      ran: true,
+      handled: gone.length,
+      scheduled: [],
+      next: { ...step, batch: step.batch + 1 },
+      size: limit,
+    };
   }
   if (ep.backlogKind === 'RELEASE' && !ep.enabled) {
     // Disabled again (by a 410, say) while releasing: what is left stays held, as for any disabled endpoint.
@@ -110,7 +141,7 @@ export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Pro
       .update(webhookEndpoints)
       .set({ backlogState: 'CANCELLED', backlogFinishedAt: now, backlogTouchedAt: now })
       .where(eq(webhookEndpoints.id, ep.id));
-    return { ran: true, handled: 0, scheduled: [], next: null };
+    return { ran: true, handled: 0, scheduled: [], next: null, size: limit };
   }
   // The operation's messages: pending, made before it started, after the last one it handled.
   const matching = and(
@@ -138,6 +169,7 @@ export async function backlogBatch(tx: Ctx, ep: EndpointRow, limit: number): Pro
     handled: rows.length,
     scheduled: ep.backlogKind === 'RELEASE' ? rows.map((r) => ({ ...r, endpointId: ep.id })) : [],
     next: finished ? null : { ...step, batch: step.batch + 1 },
+    size: limit,
   };
 }
 

@@ -130,4 +130,30 @@ describe('an endpoint with a large backlog, under a 200 ms statement timeout', (
     );
     expect(await messageCounts(stack, ep.id)).toEqual({});
   });
+
+  it('a batch that runs into the statement timeout is run again at half the size, in the request and in the jobs', {
+    timeout: 90_000,
+  }, async () => {
+    if (!stack.dispatcher) stack.startDispatcher();
+    const ep = await heldEndpoint(stack, BATCH);
+    // Deleting one of its messages takes 1 ms here (a trigger of the test's own database), so a batch of 1,000
+    // takes a second, five times the statement timeout: only batches of at most ~150 fit.
+    await stack.ctx.db.execute(sql`
+      create or replace function slow_message_delete() returns trigger language plpgsql as $$
+      begin perform pg_sleep(0.001); return old; end $$`);
+    await stack.ctx.db.execute(
+      sql.raw(`
+      create trigger slow_message_delete before delete on webhook_messages for each row
+      when (old.endpoint_id = '${ep.id}') execute function slow_message_delete()`),
+    );
+    const deleted = await operator().delete(endpointPath(ep.id));
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect(deleted.body).toEqual({ id: ep.id, deleted: true });
+    await eventually(
+      () => endpointRowExists(stack, ep.id),
+      (exists) => !exists,
+      60_000,
+    );
+    expect(await messageCounts(stack, ep.id)).toEqual({});
+  });
 });

@@ -188,6 +188,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
       allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+      dnsServers: config.WEBHOOK_DNS_SERVERS,
+      dnsTimeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS,
       concurrency: config.DISPATCHER_CONCURRENCY,
       endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
       sweepIntervalMs: config.DISPATCH_SWEEP_MS,

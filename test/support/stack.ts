@@ -61,6 +61,10 @@ export type TestStackOptions = {
   webhookTimeoutMs?: number;
   /** `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: local receivers need it. @defaultValue true */
   allowPrivateNetworks?: boolean;
+  /** `WEBHOOK_DNS_SERVERS`: a test's own DNS server. @defaultValue the system's */
+  dnsServers?: string;
+  /** `WEBHOOK_DNS_TIMEOUT_MS`. @defaultValue 5000 */
+  dnsTimeoutMs?: number;
   /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
@@ -102,6 +106,8 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     WEBHOOK_TIMEOUT_MS: String(opts.webhookTimeoutMs ?? 2000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(opts.allowPrivateNetworks ?? true),
     WEBHOOK_ENDPOINT_CONCURRENCY: opts.endpointConcurrency?.toString(),
+    WEBHOOK_DNS_SERVERS: opts.dnsServers,
+    WEBHOOK_DNS_TIMEOUT_MS: opts.dnsTimeoutMs?.toString(),
     DISPATCHER_CONCURRENCY: '16',
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),

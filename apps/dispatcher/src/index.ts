@@ -38,6 +38,16 @@ export type DispatcherOptions = {
    */
   allowPrivateNetworks?: boolean;
   /**
+   * DNS servers for destination look-ups (`WEBHOOK_DNS_SERVERS`).
+   * @defaultValue the system's, from /etc/resolv.conf
+   */
+  dnsServers?: readonly string[];
+  /**
+   * Longest one destination look-up may take, in ms (`WEBHOOK_DNS_TIMEOUT_MS`).
+   * @defaultValue 5000
+   */
+  dnsTimeoutMs?: number;
+  /**
    * Deliveries in flight at once in this process (`DISPATCHER_CONCURRENCY`).
    * @defaultValue 64
    */
@@ -91,6 +101,8 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
   const sender = createSender({
     timeoutMs: opts.timeoutMs ?? 15_000,
     allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+    dnsServers: opts.dnsServers,
+    dnsTimeoutMs: opts.dnsTimeoutMs,
   });
   // Both delivery jobs share one endpoint gate and one set of per-endpoint windows.
   const deliver = {

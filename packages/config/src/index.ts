@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const intFromEnv = (fallback: number, min = 0) =>
@@ -67,6 +68,24 @@ export const envSchema = z.object({
     .enum(['true', 'false'])
     .default('false')
     .transform((v) => v === 'true'),
+  /**
+   * The DNS servers the dispatcher resolves webhook destinations with, comma-separated `ip` or `ip:port`
+   * (`[ipv6]:port`). Unset: the system's, from /etc/resolv.conf.
+   */
+  WEBHOOK_DNS_SERVERS: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.split(',').map((s) => s.trim()) : undefined))
+    .refine(
+      (list) => !list || list.every((s) => isIP(s) !== 0 || /^(\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}$/.test(s)),
+      'comma-separated IP addresses, each optionally with :port ([ipv6]:port)',
+    ),
+  /**
+   * Longest one look-up of a webhook destination's host name may take, in ms; past it the attempt fails as a
+   * DNS error. Look-ups run on the event loop (c-ares), not on libuv's four-thread pool.
+   * @defaultValue 5000
+   */
+  WEBHOOK_DNS_TIMEOUT_MS: intFromEnv(5000, 100),
   /**
    * The delays before each retry of a failed delivery, in ms, comma-separated; a message is attempted once
    * plus once per entry, then dead-lettered. Each delay gets ±10 % jitter.

@@ -1,7 +1,7 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { clip, createAcceptBatcher, microBatch, type TriggerPorts, validationError } from '@stampcard/core';
 import { enqueueActions } from '@stampcard/jobs';
-import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
+import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
@@ -93,6 +93,9 @@ export function createApp(deps: Deps) {
   app.use('/v1/*', idempotency({ scope: (c) => `key:${c.get('principal').apiKeyId}` }));
   registerV1(app);
 
+  // The guard first: a cross-site request is refused before its cached Basic credentials are even read.
+  app.use(`${QUEUE_DASHBOARD_PATH}/*`, dashboardGuard);
+  app.use(QUEUE_DASHBOARD_PATH, dashboardGuard);
   app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));
   app.use(QUEUE_DASHBOARD_PATH, operatorAuth({ basic: true }));
   app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));

@@ -32,7 +32,8 @@ describe('loadConfig', () => {
     expect(loadConfig({}).WEBHOOK_DNS_SERVERS).toBeUndefined();
     expect(loadConfig({}).WEBHOOK_DNS_TIMEOUT_MS).toBe(5000);
     expect(
-      loadConfig({ WEBHOOK_DNS_SERVERS: '127.0.0.1:5353, 10.0.0.2,[::1]:53,2001:db8::1' }).WEBHOOK_DNS_SERVERS,
+      loadConfig({ WEBHOOK_DNS_SERVERS: '127.0.0.1:5353, 10.0.0.2,[::1]:53,2001:db8::1' })
+        .WEBHOOK_DNS_SERVERS,
     ).toEqual(['127.0.0.1:5353', '10.0.0.2', '[::1]:53', '2001:db8::1']);
     expect(() => loadConfig({ WEBHOOK_DNS_SERVERS: 'dns.example.com' })).toThrow(
       /^Invalid environment variable WEBHOOK_DNS_SERVERS/,

@@ -92,6 +92,14 @@ describe('the queue dashboard in a browser', () => {
       expect(foreign).toEqual([]);
       expect(requested.some((u) => u.endsWith('.woff2'))).toBe(true);
       expect(policyErrors).toEqual([]);
+      // Its own requests still change things: the board's pause and resume (PUT, with this Origin).
+      const queue = stack.deps.queues.all[0]!;
+      const put = (action: string) =>
+        page.evaluate(`fetch('api/queues/${queueName}/${action}', { method: 'PUT' }).then((r) => r.status)`);
+      expect(await put('pause')).toBe(200);
+      expect(await queue.isPaused()).toBe(true);
+      expect(await put('resume')).toBe(200);
+      expect(await queue.isPaused()).toBe(false);
     } finally {
       await context.close();
     }

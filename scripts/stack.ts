@@ -187,6 +187,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+      throttleFloorMs: config.WEBHOOK_THROTTLE_FLOOR_MS,
+      freeThrottles: config.WEBHOOK_FREE_THROTTLES,
       allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
       dnsServers: config.WEBHOOK_DNS_SERVERS,
       dnsTimeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS,

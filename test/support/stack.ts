@@ -65,6 +65,12 @@ export type TestStackOptions = {
   dnsServers?: string;
   /** `WEBHOOK_DNS_TIMEOUT_MS`. @defaultValue 5000 */
   dnsTimeoutMs?: number;
+  /** `WEBHOOK_THROTTLE_FLOOR_MS`. @defaultValue 1000 */
+  throttleFloorMs?: number;
+  /** `WEBHOOK_FREE_THROTTLES`. @defaultValue 10 */
+  freeThrottles?: number;
+  /** `WEBHOOK_DISABLE_AFTER_MS`. @defaultValue 432000000 (5 days) */
+  disableAfterMs?: number;
   /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
@@ -108,6 +114,9 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     WEBHOOK_ENDPOINT_CONCURRENCY: opts.endpointConcurrency?.toString(),
     WEBHOOK_DNS_SERVERS: opts.dnsServers,
     WEBHOOK_DNS_TIMEOUT_MS: opts.dnsTimeoutMs?.toString(),
+    WEBHOOK_THROTTLE_FLOOR_MS: opts.throttleFloorMs?.toString(),
+    WEBHOOK_FREE_THROTTLES: opts.freeThrottles?.toString(),
+    WEBHOOK_DISABLE_AFTER_MS: opts.disableAfterMs?.toString(),
     DISPATCHER_CONCURRENCY: '16',
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),

@@ -33,6 +33,18 @@ export type DispatcherOptions = {
    */
   disableAfterMs?: number;
   /**
+   * The least a throttled answer (429/503 with Retry-After) holds its endpoint, in ms, however short the
+   * Retry-After; it grows with the endpoint's run of throttles (`WEBHOOK_THROTTLE_FLOOR_MS`).
+   * @defaultValue 1000
+   */
+  throttleFloorMs?: number;
+  /**
+   * Throttled answers an endpoint may give since its last success before each further one counts as a failed
+   * attempt (`WEBHOOK_FREE_THROTTLES`).
+   * @defaultValue 10
+   */
+  freeThrottles?: number;
+  /**
    * Deliver to non-public addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
    * @defaultValue false
    */
@@ -113,7 +125,11 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency ?? 32),
     batching: createDeliveryBatching(opts.ctx),
-    policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
+    policy: {
+      schedule: opts.retrySchedule,
+      disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000,
+      throttle: { floorMs: opts.throttleFloorMs ?? 1000, freeThrottles: opts.freeThrottles ?? 10 },
+    },
   };
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),

@@ -107,6 +107,19 @@ export const envSchema = z.object({
    */
   WEBHOOK_DISABLE_AFTER_MS: intFromEnv(5 * 24 * 3600 * 1000, 1000),
   /**
+   * The least a throttled answer (429 or 503 with Retry-After) holds its endpoint, in ms, however short its
+   * Retry-After (`0` or a date in the past included). It grows with the endpoint's run of throttled answers:
+   * as long as the run has lasted, up to the retry schedule's longest delay and at most an hour.
+   * @defaultValue 1000
+   */
+  WEBHOOK_THROTTLE_FLOOR_MS: intFromEnv(1000, 100),
+  /**
+   * Throttled answers an endpoint may give since its last success before each further one counts as a failed
+   * attempt: on its message's retry schedule (to the dead letter) and toward disabling the endpoint.
+   * @defaultValue 10
+   */
+  WEBHOOK_FREE_THROTTLES: intFromEnv(10),
+  /**
    * Deliveries one dispatcher process makes at once.
    * @defaultValue 64
    */

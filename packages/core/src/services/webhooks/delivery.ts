@@ -151,8 +151,16 @@ export async function recordAttempt(
   };
   const fulfils =
     endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
-  // An endpoint that was failing or throttling needs its run ended: that is the transaction's work.
-  if (verdict.kind === 'SUCCEEDED' && !fulfils && !endpoint.failingSince && !endpoint.throttledSince) {
+  // The transaction's work, not a plain success: ending an endpoint's run of failures or throttles, and
+  // keeping bounded the log of a message that has one (its attempts answered or failed before; the
+  // statement of plain successes appends without pruning).
+  const plain =
+    !fulfils &&
+    !endpoint.failingSince &&
+    !endpoint.throttledSince &&
+    message.lastStatusCode === null &&
+    message.lastError === null;
+  if (verdict.kind === 'SUCCEEDED' && plain) {
     await writeSuccess({
       id: attempt.id,
       messageId: message.id,

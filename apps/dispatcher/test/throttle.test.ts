@@ -1,5 +1,6 @@
 import { ATTEMPT_LOG_KEEP } from '@stampcard/core';
 import { events, webhookAttempts, webhookEndpoints } from '@stampcard/db';
+import { createEndpointGate } from '@stampcard/dispatcher';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
@@ -31,6 +32,25 @@ const getMessage = async (id: string) => {
 
 const attemptRows = (messageId: string) =>
   stack.ctx.db.select().from(webhookAttempts).where(eq(webhookAttempts.messageId, messageId));
+
+describe('the endpoint gate', () => {
+  it('a pause only grows: a shorter one set later does not cut it, in this process or another', async () => {
+    const prefix = `${stack.prefix}:gate`;
+    const other = stack.redis.duplicate();
+    try {
+      const here = createEndpointGate(stack.redis, prefix);
+      const there = createEndpointGate(other, prefix);
+      await here.pause('ep_1', 5000);
+      await there.pause('ep_1', 100);
+      await here.pause('ep_1', 100);
+      for (const gate of [here, there]) expect(await gate.wait('ep_1', null)).toBeGreaterThan(4000);
+      expect(await stack.redis.pttl(`${prefix}:webhooks:pause:ep_1`)).toBeGreaterThan(4000);
+      expect(await here.wait('ep_2', null)).toBe(0);
+    } finally {
+      other.disconnect();
+    }
+  });
+});
 
 describe('an endpoint that keeps throttling', () => {
   it('past its free throttles each one counts: the message is dead-lettered when the schedule is spent', async () => {

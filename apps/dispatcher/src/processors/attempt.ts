@@ -72,16 +72,15 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     if (message.eventId) sent['stampcard-event-id'] = message.eventId;
     const attemptedAt = ctx.clock.now();
     const result = await sender.send(endpoint.url, sent, delivery.body);
-    answered = result.statusCode !== null;
     if (judgeAttempt(result.statusCode, result.retryAfter, attemptedAt).kind === 'THROTTLED') {
       // Held at once for the floor, while the answer is recorded (which says for how long): the deliveries of
       // this process on their way to the endpoint step aside instead of being throttled in turn. The slot is
       // kept until then, and the window drops to one: when the pause is over one delivery tries the endpoint.
-      answered = null;
       inFlight.throttled(endpoint.id);
       await gate.pause(endpoint.id, deps.policy.throttle.floorMs);
     } else {
       // The window counts requests to the endpoint: the slot is free once it has answered, before the record.
+      answered = result.statusCode !== null;
       inFlight.release(endpoint.id, answered);
       released = true;
     }

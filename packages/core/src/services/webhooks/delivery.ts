@@ -151,9 +151,10 @@ export async function recordAttempt(
   };
   const fulfils =
     endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
-  // The transaction's work, not a plain success: ending an endpoint's run of failures or throttles, and
-  // keeping bounded the log of a message that has one (its attempts answered or failed before; the
-  // statement of plain successes appends without pruning).
+  // A plain success is written apart, in one statement with the others finishing at once. The rest is the
+  // transaction's: fulfilling, ending the endpoint's run of failures or throttles, and keeping bounded the log
+  // of a message that was attempted before (the plain statement appends without pruning; a message never
+  // attempted has nothing to prune).
   const plain =
     !fulfils &&
     !endpoint.failingSince &&

@@ -48,7 +48,8 @@ describe('a receiver cannot loop the dispatcher', () => {
       await healthy.waitFor(++delivered, 3000);
       await sleep(250);
     }
-    expect(healthy.received).toHaveLength(delivered);
+    // (Delivery is at least once: a busy machine may send one twice, never skip one.)
+    expect(new Set(healthy.received.map((r) => r.headers['webhook-id'])).size).toBe(delivered);
     // And as many as usual: about 50 in these 20 s (the loop left room for 14).
     expect(delivered).toBeGreaterThan(20);
 

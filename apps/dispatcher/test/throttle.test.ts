@@ -115,6 +115,40 @@ describe('an endpoint that keeps throttling', () => {
     expect(await getMessage(test.body.messageId)).toMatchObject({ status: 'PENDING', attempts: 1 });
   });
 
+  it('shows a log longer than the bound (written before it) as its first and last attempts, with the count', async () => {
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, {
+      url: 'http://127.0.0.1:9/hooks',
+      enabled: false,
+    });
+    const test = await operator(stack).post(`/admin/v1/webhook-endpoints/${ep.id}/test`);
+    const id = test.body.messageId as string;
+    const t0 = Date.now() - 60_000;
+    await stack.ctx.db.insert(webhookAttempts).values(
+      Array.from({ length: 30 }, (_, i) => ({
+        id: `dlv_old_${String(i).padStart(2, '0')}`,
+        messageId: id,
+        endpointId: ep.id,
+        attemptedAt: new Date(t0 + i * 1000),
+        statusCode: 429,
+        latencyMs: 1,
+        responseExcerpt: null,
+        errorClass: 'HTTP_STATUS',
+        succeeded: false,
+        throttled: true,
+      })),
+    );
+    const m = await getMessage(id);
+    expect(m).toMatchObject({ attemptCount: 30, attemptsOmitted: 30 - 2 * ATTEMPT_LOG_KEEP });
+    const kept = [
+      ...Array(ATTEMPT_LOG_KEEP).keys(),
+      ...Array.from({ length: ATTEMPT_LOG_KEEP }, (_, i) => 20 + i),
+    ];
+    expect(m.attemptLog.map((a: any) => a.id)).toEqual(
+      kept.map((i) => `dlv_old_${String(i).padStart(2, '0')}`),
+    );
+  });
+
   it("keeps a message's first and last attempts, and counts the rest; a success ends the endpoint's run", async () => {
     let healthy = false;
     const rx = await receiver(() => (healthy ? {} : THROTTLE));

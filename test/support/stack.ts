@@ -61,6 +61,16 @@ export type TestStackOptions = {
   webhookTimeoutMs?: number;
   /** `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: local receivers need it. @defaultValue true */
   allowPrivateNetworks?: boolean;
+  /** `WEBHOOK_DNS_SERVERS`: a test's own DNS server. @defaultValue the system's */
+  dnsServers?: string;
+  /** `WEBHOOK_DNS_TIMEOUT_MS`. @defaultValue 5000 */
+  dnsTimeoutMs?: number;
+  /** `WEBHOOK_THROTTLE_FLOOR_MS`. @defaultValue 1000 */
+  throttleFloorMs?: number;
+  /** `WEBHOOK_FREE_THROTTLES`. @defaultValue 10 */
+  freeThrottles?: number;
+  /** `WEBHOOK_DISABLE_AFTER_MS`. @defaultValue 432000000 (5 days) */
+  disableAfterMs?: number;
   /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
@@ -104,6 +114,11 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     WEBHOOK_TIMEOUT_MS: String(opts.webhookTimeoutMs ?? 2000),
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(opts.allowPrivateNetworks ?? true),
     WEBHOOK_ENDPOINT_CONCURRENCY: opts.endpointConcurrency?.toString(),
+    WEBHOOK_DNS_SERVERS: opts.dnsServers,
+    WEBHOOK_DNS_TIMEOUT_MS: opts.dnsTimeoutMs?.toString(),
+    WEBHOOK_THROTTLE_FLOOR_MS: opts.throttleFloorMs?.toString(),
+    WEBHOOK_FREE_THROTTLES: opts.freeThrottles?.toString(),
+    WEBHOOK_DISABLE_AFTER_MS: opts.disableAfterMs?.toString(),
     DISPATCHER_CONCURRENCY: '16',
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),

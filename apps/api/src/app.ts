@@ -1,12 +1,12 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import { clip, createAcceptBatcher, microBatch, type TriggerPorts, validationError } from '@stampcard/core';
 import { enqueueActions } from '@stampcard/jobs';
-import { sql } from 'drizzle-orm';
-import { QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
+import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { BODY_LIMITS } from './lib/parse-body';
+import { createReadiness } from './lib/readiness';
 import { apiKeyAuth } from './middleware/auth';
 import { limitBody } from './middleware/body-limit';
 import { requestDeadline } from './middleware/deadline';
@@ -19,18 +19,6 @@ import { registerAdmin } from './routes/admin/index';
 import { registerV1 } from './routes/v1/index';
 
 export const MAX_BODY_BYTES = BODY_LIMITS.maxBytes;
-
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
 export function createApp(deps: Deps) {
@@ -79,17 +67,12 @@ export function createApp(deps: Deps) {
   app.use('/admin/*', requestDeadline);
 
   app.get('/health', (c) => c.json({ status: 'ok' }));
+  // Unauthenticated: one shared check a second at most, whatever the callers (see createReadiness).
+  const readiness = createReadiness(deps);
   app.get('/ready', async (c) => {
-    const [pg, redis] = await Promise.allSettled([
-      withTimeout(deps.db.execute(sql`select 1`), 2000),
-      withTimeout(deps.redis.ping(), 2000),
-    ]);
-    const checks = {
-      postgres: pg.status === 'fulfilled' ? 'ok' : 'down',
-      redis: redis.status === 'fulfilled' ? 'ok' : 'down',
-    };
-    if (pg.status === 'fulfilled' && redis.status === 'fulfilled') return c.json({ status: 'ready', checks });
-    if (pg.status === 'fulfilled') {
+    const checks = await readiness();
+    if (checks.postgres === 'ok' && checks.redis === 'ok') return c.json({ status: 'ready', checks });
+    if (checks.postgres === 'ok') {
       // PostgreSQL is the record: actions are still accepted (the relay queues them once Redis is back), but
       // rate limits, slowdown and concurrency limits are not enforced meanwhile.
       return errorResponse(c, 'UNAVAILABLE', 'Degraded: Redis does not answer', {
@@ -110,6 +93,9 @@ export function createApp(deps: Deps) {
   app.use('/v1/*', idempotency({ scope: (c) => `key:${c.get('principal').apiKeyId}` }));
   registerV1(app);
 
+  // The guard first: a cross-site request is refused before its cached Basic credentials are even read.
+  app.use(`${QUEUE_DASHBOARD_PATH}/*`, dashboardGuard);
+  app.use(QUEUE_DASHBOARD_PATH, dashboardGuard);
   app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));
   app.use(QUEUE_DASHBOARD_PATH, operatorAuth({ basic: true }));
   app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));

@@ -2,11 +2,12 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { recordEvents } from '@stampcard/core';
-import { events } from '@stampcard/db';
+import { createDb, events } from '@stampcard/db';
 import { asc, eq, isNull, sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../../../test/support/client';
+import { createTestDb } from '../../../test/support/db';
 import { makeUserWithKey, makeWorld } from '../../../test/support/factories';
 import { startReceiver } from '../../../test/support/receiver';
 import { refusals } from '../../../test/support/refused';
@@ -260,6 +261,131 @@ describe('the event feed under concurrent writers', () => {
       a.release();
       b.release();
       await pg.end();
+    }
+  });
+});
+
+describe('the event feed and long transactions', () => {
+  const campaignEvents = (campaignId: string, n: number) =>
+    recordEvents(
+      stack.ctx,
+      Array.from({ length: n }, (_, i) => ({
+        campaignId,
+        type: 'CAMPAIGN_ENDED' as const,
+        data: {
+          campaign: { id: campaignId, name: `x${i}`, status: 'COMPLETE' as const, currencyISO: 'USD' },
+        },
+      })),
+    );
+
+  /** A connection to `url` inside a transaction that has written (it has an id), held open until released. */
+  async function heldWriter(url: string, opts: { readOnly?: boolean } = {}) {
+    const pg = postgres(url, { max: 1, onnotice: () => {} });
+    const conn = await pg.reserve();
+    if (opts.readOnly) {
+      await conn`begin isolation level repeatable read read only`;
+      await conn`select count(*) from pg_class`;
+    } else {
+      await conn`begin`;
+      await conn`select pg_current_xact_id()`;
+    }
+    return {
+      end: async () => {
+        await conn`rollback`;
+        conn.release();
+        await pg.end();
+      },
+    };
+  }
+
+  it("a transaction left open in another database of the cluster does not hold this database's feed", async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    const other = await createTestDb();
+    const held = await heldWriter(other.url);
+    try {
+      const ids = await campaignEvents(w.campaign.id, 2);
+      // Before, the feed stopped at the oldest transaction of the whole cluster: this one, until it ended.
+      const page = await eventually(
+        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
+        (p) => p.events.length === 2,
+      );
+      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+    } finally {
+      await held.end();
+      await other.drop();
+    }
+  });
+
+  it('a transaction that wrote in this database holds the feed before what began after it, until it ends', async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    const before = await campaignEvents(w.campaign.id, 1);
+    await eventually(
+      async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
+      (p) => p.events.length === 1,
+    );
+    const held = await heldWriter(stack.dbUrl);
+    let ended = false;
+    try {
+      const after = await campaignEvents(w.campaign.id, 2);
+      expect(await stack.ctx.db.$count(events, eq(events.campaignId, w.campaign.id))).toBe(3);
+      // Committed, yet not shown: the held transaction began before them and might still write an event
+      // that sorts before them.
+      const page = (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body;
+      expect(page.events.map((e: any) => e.id)).toEqual(before);
+      await held.end();
+      ended = true;
+      const all = await eventually(
+        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
+        (p) => p.events.length === 3,
+      );
+      expect(all.events.map((e: any) => e.id)).toEqual([...before, ...after]);
+    } finally {
+      if (!ended) await held.end();
+    }
+  });
+
+  it("one of the service's own sessions left idle in a transaction holds it only until PostgreSQL ends that session", async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    // The service's pools end a session idle in a transaction after 10 s; 300 ms here, the same setting.
+    const pool = createDb(stack.dbUrl, { max: 1, idleInTransactionTimeoutMs: 300 });
+    const conn = await pool.sql.reserve();
+    try {
+      const [row] = await conn<{ pid: number }[]>`select pg_backend_pid() as pid`;
+      const pid = row!.pid;
+      await conn`begin`;
+      await conn`select pg_current_xact_id()`;
+      const ids = await campaignEvents(w.campaign.id, 2);
+      const page = await eventually(
+        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
+        (p) => p.events.length === 2,
+      );
+      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+      // It was ended by the server, not by the test.
+      const [gone] = await stack.ctx.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from pg_stat_activity where pid = ${pid}`,
+      );
+      expect(gone!.n).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("a read-only transaction (a backup's, a report's) never holds it, however long it runs", async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(stack.app), w.key);
+    const held = await heldWriter(stack.dbUrl, { readOnly: true });
+    try {
+      const ids = await campaignEvents(w.campaign.id, 2);
+      const page = await eventually(
+        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
+        (p) => p.events.length === 2,
+      );
+      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+    } finally {
+      await held.end();
     }
   });
 });

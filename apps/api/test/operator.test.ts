@@ -917,4 +917,57 @@ describe('queue dashboard (/admin/queues)', () => {
     expect(api.status).toBe(200);
     expect(JSON.stringify(await api.json())).toContain('loyalty-actions');
   });
+
+  it("refuses another site's state-changing requests (403) and bodies that are not JSON (400), adding nothing", async () => {
+    const queue = stack.deps.queues.all[0]!;
+    const add = `http://stampcard.test/admin/queues/api/queues/${queue.name}/add`;
+    const auth = basic('ops', OPERATOR_TOKEN);
+    const job = JSON.stringify({ name: 'cross-site', data: {}, options: { repeat: { every: 3_600_000 } } });
+    const send = async (headers: Record<string, string>, body = job) => {
+      const res = await stack.app.request(add, {
+        method: 'POST',
+        headers: { authorization: auth, host: 'stampcard.test', ...headers },
+        body,
+      });
+      return { status: res.status, body: await res.json(), headers: res.headers };
+    };
+    const total = async () => {
+      const counts = await queue.getJobCounts();
+      return {
+        schedulers: await queue.getJobSchedulersCount(),
+        jobs: Object.values(counts).reduce((a, b) => a + b, 0),
+      };
+    };
+    const before = await total();
+    for (const headers of <Record<string, string>[]>[
+      { origin: 'https://evil.example', 'content-type': 'application/json' },
+      { origin: 'null', 'content-type': 'text/plain' },
+      { origin: 'http://stampcard.test:8080', 'content-type': 'application/json' },
+      { 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' },
+      { 'sec-fetch-site': 'same-site', 'content-type': 'application/json' },
+      { referer: 'https://evil.example/page', 'content-type': 'application/json' },
+    ]) {
+      const r = await send(headers);
+      const body = expectErrorShape(r, 403, 'NOT_AUTHORIZED');
+      expect(body.message, JSON.stringify(headers)).toMatch(/another site/);
+      expect(r.headers.get('x-frame-options')).toBe('DENY');
+    }
+    for (const type of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+    ]) {
+      const r = await send({ origin: 'http://stampcard.test', 'content-type': type });
+      const body = expectErrorShape(r, 400, 'VALIDATION_ERROR');
+      expect(body.errors[0]).toMatchObject({ location: 'headers', param: 'content-type' });
+    }
+    expect(await total()).toEqual(before);
+    // The dashboard's own page (same Origin, JSON) and a client without Origin (curl, a script) still can.
+    const own = await send({ origin: 'http://stampcard.test', 'content-type': 'application/json' });
+    expect(own.status).toBe(200);
+    const script = await send({ 'content-type': 'application/json' });
+    expect(script.status).toBe(200);
+    expect((await total()).jobs).toBe(before.jobs + 2);
+    for (const j of await queue.getJobs()) if (j?.name === 'cross-site') await j.remove();
+  });
 });

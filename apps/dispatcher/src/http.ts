@@ -13,6 +13,16 @@ export type SenderOptions = {
    */
   allowPrivateNetworks?: boolean;
   /**
+   * DNS servers for destination look-ups (`WEBHOOK_DNS_SERVERS`).
+   * @defaultValue the system's, from /etc/resolv.conf
+   */
+  dnsServers?: readonly string[];
+  /**
+   * Longest one destination look-up may take, in ms (`WEBHOOK_DNS_TIMEOUT_MS`).
+   * @defaultValue 5000
+   */
+  dnsTimeoutMs?: number;
+  /**
    * Idle keep-alive connections kept per origin, in ms before they close.
    * @defaultValue 30000
    */
@@ -74,11 +84,16 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
 /**
  * POSTs deliveries. One undici agent keeps connections alive per origin and reuses them. Every connection
  * resolves its host through `publicOnlyLookup`, which refuses non-public addresses and hands the socket the
- * very address it checked; a host written as an IP literal is checked before sending (no lookup runs for it).
+ * very address it checked (resolving with c-ares, bounded, so names whose DNS never answers cannot take
+ * libuv's thread pool from every other delivery: a failed look-up is a `DNS` attempt); a host written as an IP literal is checked before sending (no lookup runs for it).
  * Redirects are not followed: a 3xx is an answer like any other non-2xx.
  */
 export function createSender(opts: SenderOptions) {
-  const guard = { allowPrivateNetworks: opts.allowPrivateNetworks ?? false };
+  const guard = {
+    allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+    dnsServers: opts.dnsServers,
+    dnsTimeoutMs: opts.dnsTimeoutMs,
+  };
   const agent = new Agent({
     connect: buildConnector({ lookup: publicOnlyLookup(guard), timeout: opts.timeoutMs }),
     keepAliveTimeout: opts.keepAliveMs ?? 30_000,

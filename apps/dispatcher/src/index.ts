@@ -34,10 +34,32 @@ export type DispatcherOptions = {
    */
   disableAfterMs?: number;
   /**
+   * The least a throttled answer (429/503 with Retry-After) holds its endpoint, in ms, however short the
+   * Retry-After; it grows with the endpoint's run of throttles (`WEBHOOK_THROTTLE_FLOOR_MS`).
+   * @defaultValue 1000
+   */
+  throttleFloorMs?: number;
+  /**
+   * Throttled answers an endpoint may give since its last success before each further one counts as a failed
+   * attempt (`WEBHOOK_FREE_THROTTLES`).
+   * @defaultValue 10
+   */
+  freeThrottles?: number;
+  /**
    * Deliver to non-public addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
    * @defaultValue false
    */
   allowPrivateNetworks?: boolean;
+  /**
+   * DNS servers for destination look-ups (`WEBHOOK_DNS_SERVERS`).
+   * @defaultValue the system's, from /etc/resolv.conf
+   */
+  dnsServers?: readonly string[];
+  /**
+   * Longest one destination look-up may take, in ms (`WEBHOOK_DNS_TIMEOUT_MS`).
+   * @defaultValue 5000
+   */
+  dnsTimeoutMs?: number;
   /**
    * Deliveries in flight at once in this process (`DISPATCHER_CONCURRENCY`).
    * @defaultValue 64
@@ -98,6 +120,8 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
   const sender = createSender({
     timeoutMs: opts.timeoutMs ?? 15_000,
     allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+    dnsServers: opts.dnsServers,
+    dnsTimeoutMs: opts.dnsTimeoutMs,
   });
   // Both delivery jobs share one endpoint gate and one set of per-endpoint windows.
   const deliver = {
@@ -108,7 +132,11 @@ export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency ?? 32),
     batching: createDeliveryBatching(opts.ctx),
-    policy: { schedule: opts.retrySchedule, disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000 },
+    policy: {
+      schedule: opts.retrySchedule,
+      disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000,
+      throttle: { floorMs: opts.throttleFloorMs ?? 1000, freeThrottles: opts.freeThrottles ?? 10 },
+    },
   };
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),

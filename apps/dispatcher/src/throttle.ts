@@ -21,14 +21,30 @@ redis.call('SET', KEYS[1], now + interval, 'PX', interval + 1000)
 return 0
 `;
 
+/**
+ * Holds an endpoint for at least ARGV[1] ms: a pause already longer is kept (answers of one burst arrive in any
+ * order, and a short one must not cut a long one). Answers the pause now in force, in ms.
+ */
+const PAUSE = `
+local ms = tonumber(ARGV[1])
+local left = redis.call('PTTL', KEYS[1])
+if left >= ms then return left end
+redis.call('SET', KEYS[1], '1', 'PX', ms)
+return ms
+`;
+
 type GateRedis = Redis & {
   stampcardGate(rateKey: string, pauseKey: string, intervalMs: number): Promise<number>;
+  stampcardPause(pauseKey: string, ms: number): Promise<number>;
 };
 
 export type EndpointGate = {
   /** Ms to wait before calling the endpoint (0: go now, and the slot is taken). */
   wait(endpointId: string, rateLimit: number | null): Promise<number>;
-  /** The endpoint asked to be left alone for `ms` (Retry-After): every dispatcher holds off. */
+  /**
+   * The endpoint asked to be left alone (Retry-After, at least the throttle floor): every dispatcher holds off
+   * for `ms`, or longer if a longer pause is already in force.
+   */
   pause(endpointId: string, ms: number): Promise<void>;
 };
 
@@ -44,13 +60,17 @@ export function createEndpointGate(redis: Redis, prefix: string): EndpointGate {
   const r = redis as GateRedis;
   if (typeof r.stampcardGate !== 'function') {
     redis.defineCommand('stampcardGate', { numberOfKeys: 2, lua: GATE });
+    redis.defineCommand('stampcardPause', { numberOfKeys: 1, lua: PAUSE });
   }
   const key = (kind: string, id: string) => `${prefix}:webhooks:${kind}:${id}`;
   const pauses = new Map<string, { until: number; readAt: number }>();
+  // Pauses only ever grow (see PAUSE): a read that left before a pause was set must not cut what is known.
   const remember = (id: string, ms: number) => {
     if (pauses.size > 10_000) pauses.clear();
     const now = Date.now();
-    pauses.set(id, { until: now + Math.max(0, ms), readAt: now });
+    const until = Math.max(now + Math.max(0, ms), pauses.get(id)?.until ?? 0);
+    pauses.set(id, { until, readAt: now });
+    return until - now;
   };
   return {
     async wait(id, rateLimit) {
@@ -60,14 +80,13 @@ export function createEndpointGate(redis: Redis, prefix: string): EndpointGate {
       const now = Date.now();
       const known = pauses.get(id);
       if (known && now - known.readAt < PAUSE_CACHE_MS) return Math.max(0, known.until - now);
-      const ms = Math.max(0, await redis.pttl(key('pause', id)));
-      remember(id, ms);
-      return ms;
+      return remember(id, await redis.pttl(key('pause', id)));
     },
     async pause(id, ms) {
       if (ms <= 0) return;
-      await redis.set(key('pause', id), '1', 'PX', ms);
+      // This process holds off at once, before Redis has answered.
       remember(id, ms);
+      remember(id, await r.stampcardPause(key('pause', id), Math.ceil(ms)));
     },
   };
 }
@@ -76,7 +95,8 @@ type Window = { inFlight: number; limit: number; waiters: (() => void)[] };
 
 /**
  * Deliveries in flight per endpoint in this process, with a window that adapts: it starts at `max`, is halved
- * (down to 1) by each delivery that times out or cannot connect, and widens by one with each answer. A
+ * (down to 1) by each delivery that times out or cannot connect, drops to 1 when the endpoint throttles, and
+ * widens by one with each answer. A
  * healthy endpoint can use up to `max` of the process's slots; one that hangs is soon down to a single
  * connection, and its other messages step aside (delayed) so other endpoints' deliveries flow.
  */
@@ -119,10 +139,22 @@ export function createInFlight(max: number) {
       const w = windows.get(id);
       return w !== undefined && w.limit < max;
     },
-    /** Gives the slot back; `answered` false (timeout, no connection) narrows the window, true widens it. */
-    release(id: string, answered: boolean): void {
+    /**
+     * The endpoint asked to slow down (a throttled answer): its window drops to one delivery at a time, so that
+     * when its pause is over one delivery tries it rather than the whole window at once. Answers widen it again.
+     */
+    throttled(id: string): void {
+      windowOf(id).limit = 1;
+    },
+    /**
+     * Gives the slot back; `answered` false (timeout, no connection) narrows the window, true widens it, null
+     * (nothing was sent: the delivery stepped aside, or was throttled) leaves it.
+     */
+    release(id: string, answered: boolean | null): void {
       const w = windowOf(id);
-      w.limit = answered ? Math.min(max, w.limit + 1) : Math.max(1, Math.floor(w.limit / 2));
+      if (answered !== null) {
+        w.limit = answered ? Math.min(max, w.limit + 1) : Math.max(1, Math.floor(w.limit / 2));
+      }
       const next = w.inFlight <= w.limit ? w.waiters.shift() : undefined;
       if (next) next();
       else w.inFlight -= 1;

@@ -26,6 +26,26 @@ describe("an endpoint's share of a dispatcher", () => {
     expect(await slots.acquire('ep', 0)).toBe(false);
   });
 
+  it('a throttle drops the window to one; a delivery that sent nothing leaves it as it was', async () => {
+    const slots = createInFlight(8);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    // One stepped aside (the endpoint was paused): no answer came, and nothing is learnt from it.
+    slots.release('ep', null);
+    expect(slots.narrowed('ep')).toBe(false);
+    // The other was throttled: once its slot is back, one delivery at a time.
+    slots.throttled('ep');
+    slots.release('ep', null);
+    expect(slots.narrowed('ep')).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(false);
+    // Answers widen it again.
+    slots.release('ep', true);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(true);
+    expect(await slots.acquire('ep', 0)).toBe(false);
+  });
+
   it('a waiter gets the slot a finishing delivery frees, and gives up after its wait', async () => {
     const slots = createInFlight(1);
     expect(await slots.acquire('ep', 0)).toBe(true);

@@ -46,7 +46,11 @@ describe('SSRF guard', () => {
       'http://224.0.0.1/',
       'http://[fe80::1]/',
       'http://[fc00::1]/',
+      // IPv4-compatible IPv6 (::/96), which the URL parser writes as [::7f00:1], [::a9fe:a9fe].
+      'http://[::127.0.0.1]/',
+      'http://[::169.254.169.254]/latest/meta-data/',
       `http://localhost:${rx.port}/hooks`,
+      `http://api.localhost:${rx.port}/hooks`,
     ];
     for (const url of refused) {
       const body = await expectRefused(() => op.post(path, { url }), 400, 'VALIDATION_ERROR');

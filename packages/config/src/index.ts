@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const intFromEnv = (fallback: number, min = 0) =>
@@ -68,6 +69,24 @@ export const envSchema = z.object({
     .default('false')
     .transform((v) => v === 'true'),
   /**
+   * The DNS servers the dispatcher resolves webhook destinations with, comma-separated `ip` or `ip:port`
+   * (`[ipv6]:port`). Unset: the system's, from /etc/resolv.conf.
+   */
+  WEBHOOK_DNS_SERVERS: z
+    .string()
+    .optional()
+    .transform((v) => (v?.trim() ? v.split(',').map((s) => s.trim()) : undefined))
+    .refine(
+      (list) => !list || list.every((s) => isIP(s) !== 0 || /^(\[[0-9a-fA-F:.]+\]|[0-9.]+):\d{1,5}$/.test(s)),
+      'comma-separated IP addresses, each optionally with :port ([ipv6]:port)',
+    ),
+  /**
+   * Longest one look-up of a webhook destination's host name may take, in ms; past it the attempt fails as a
+   * DNS error. Look-ups run on the event loop (c-ares), not on libuv's four-thread pool.
+   * @defaultValue 5000
+   */
+  WEBHOOK_DNS_TIMEOUT_MS: intFromEnv(5000, 100),
+  /**
    * The delays before each retry of a failed delivery, in ms, comma-separated; a message is attempted once
    * plus once per entry, then dead-lettered. Each delay gets ±10 % jitter.
    * @defaultValue 0,5000,300000,1800000,7200000,18000000,36000000,36000000 (immediately, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h)
@@ -87,6 +106,19 @@ export const envSchema = z.object({
    * @defaultValue 432000000 (5 days)
    */
   WEBHOOK_DISABLE_AFTER_MS: intFromEnv(5 * 24 * 3600 * 1000, 1000),
+  /**
+   * The least a throttled answer (429 or 503 with Retry-After) holds its endpoint, in ms, however short its
+   * Retry-After (`0` or a date in the past included). It grows with the endpoint's run of throttled answers:
+   * as long as the run has lasted, up to the retry schedule's longest delay and at most an hour.
+   * @defaultValue 1000
+   */
+  WEBHOOK_THROTTLE_FLOOR_MS: intFromEnv(1000, 100),
+  /**
+   * Throttled answers an endpoint may give since its last success before each further one counts as a failed
+   * attempt: on its message's retry schedule (to the dead letter) and toward disabling the endpoint.
+   * @defaultValue 10
+   */
+  WEBHOOK_FREE_THROTTLES: intFromEnv(10),
   /**
    * Deliveries one dispatcher process makes at once.
    * @defaultValue 64

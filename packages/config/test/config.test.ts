@@ -28,6 +28,18 @@ describe('loadConfig', () => {
     expect(cfg.WORKER_CONCURRENCY).toBe(8);
   });
 
+  it('reads the DNS servers of webhook look-ups as a list, and refuses what is not an address', () => {
+    expect(loadConfig({}).WEBHOOK_DNS_SERVERS).toBeUndefined();
+    expect(loadConfig({}).WEBHOOK_DNS_TIMEOUT_MS).toBe(5000);
+    expect(
+      loadConfig({ WEBHOOK_DNS_SERVERS: '127.0.0.1:5353, 10.0.0.2,[::1]:53,2001:db8::1' })
+        .WEBHOOK_DNS_SERVERS,
+    ).toEqual(['127.0.0.1:5353', '10.0.0.2', '[::1]:53', '2001:db8::1']);
+    expect(() => loadConfig({ WEBHOOK_DNS_SERVERS: 'dns.example.com' })).toThrow(
+      /^Invalid environment variable WEBHOOK_DNS_SERVERS/,
+    );
+  });
+
   it('requires OPERATOR_TOKEN in production', () => {
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(ConfigError);
     expect(() => loadConfig({ NODE_ENV: 'production' })).toThrow(

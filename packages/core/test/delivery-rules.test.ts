@@ -6,6 +6,8 @@ import {
   nextRetryDelay,
   parseRetryAfter,
   signingSecrets,
+  type ThrottlePolicy,
+  throttleStep,
   wantsEvent,
 } from '../src/rules/delivery';
 
@@ -59,6 +61,51 @@ describe('delivery rules', () => {
     expect(nextRetryDelay(schedule, 3, 0.5)).toBe(300_000);
     expect(nextRetryDelay(schedule, 4, 0.5)).toBeNull();
     expect(nextRetryDelay([], 1, 0.5)).toBeNull();
+  });
+
+  describe('throttled answers', () => {
+    const policy: ThrottlePolicy = { floorMs: 1000, freeThrottles: 10 };
+    const schedule = [0, 5000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+    const step = (retryAfterMs: number, throttles: number, throttledForMs: number, s = schedule) =>
+      throttleStep(retryAfterMs, { throttles, throttledForMs }, policy, s);
+
+    it('Retry-After: 0 (or a date past) still waits the floor', () => {
+      expect(step(0, 1, 0)).toEqual({ pauseMs: 1000, counts: false });
+      expect(step(0, 1, 0).pauseMs).toBeGreaterThan(0);
+    });
+
+    it('the floor grows with the run: as long as the run has lasted, so a looping receiver is probed 1, 1, 2, 4, 8… s apart', () => {
+      let t = 0;
+      const probes = [t];
+      for (let n = 1; n <= 6; n++) {
+        t += step(0, n, t).pauseMs;
+        probes.push(t);
+      }
+      expect(probes).toEqual([0, 1000, 2000, 4000, 8000, 16_000, 32_000]);
+    });
+
+    it('many answers at once do not make the floor jump: it grows with time, not with their number', () => {
+      expect(step(0, 32, 0).pauseMs).toBe(1000);
+      expect(step(0, 32, 2500).pauseMs).toBe(2500);
+    });
+
+    it("the floor stops at the schedule's longest delay and at an hour; a longer Retry-After is honoured", () => {
+      expect(step(0, 5, 10 * 3_600_000).pauseMs).toBe(3_600_000);
+      expect(step(0, 5, 60_000, [50, 100, 200]).pauseMs).toBe(1000);
+      expect(step(0, 5, 60_000, [5000, 20_000]).pauseMs).toBe(20_000);
+      expect(step(0, 5, 60_000, []).pauseMs).toBe(1000);
+      expect(step(1_800_000, 5, 60_000).pauseMs).toBe(1_800_000);
+      expect(step(30_000, 1, 0).pauseMs).toBe(30_000);
+    });
+
+    it('past the free throttles of the run, each further one counts as a failure', () => {
+      expect(step(0, 10, 0).counts).toBe(false);
+      expect(step(0, 11, 0).counts).toBe(true);
+      expect(step(5000, 500, 0)).toEqual({ pauseMs: 5000, counts: true });
+      expect(
+        throttleStep(0, { throttles: 1, throttledForMs: 0 }, { ...policy, freeThrottles: 0 }, schedule),
+      ).toEqual({ pauseMs: 1000, counts: true });
+    });
   });
 
   it('disables an endpoint once it has failed for the whole period', () => {

@@ -1,5 +1,5 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, type Delivery, type DeliveryPolicy, recordAttempt } from '@stampcard/core';
+import { type Ctx, type Delivery, type DeliveryPolicy, judgeAttempt, recordAttempt } from '@stampcard/core';
 import { enqueue, type Queues } from '@stampcard/jobs';
 import { signatureHeaders } from '@stampcard/webhooks';
 import type { DeliveryBatching } from '../batching';
@@ -50,7 +50,8 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     // window timeouts narrowed is slow: come back much later, leaving the process's slots to the others.
     return { later: inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40 };
   }
-  let answered = true;
+  // Null until a request is sent: a delivery that steps aside leaves the endpoint's window as it is.
+  let answered: boolean | null = null;
   let released = false;
   try {
     let wait = await gate.wait(endpoint.id, endpoint.rateLimit);
@@ -71,10 +72,18 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     if (message.eventId) sent['stampcard-event-id'] = message.eventId;
     const attemptedAt = ctx.clock.now();
     const result = await sender.send(endpoint.url, sent, delivery.body);
-    answered = result.statusCode !== null;
-    // The window counts requests to the endpoint: the slot is free once it has answered, before the record.
-    inFlight.release(endpoint.id, answered);
-    released = true;
+    if (judgeAttempt(result.statusCode, result.retryAfter, attemptedAt).kind === 'THROTTLED') {
+      // Held at once for the floor, while the answer is recorded (which says for how long): the deliveries of
+      // this process on their way to the endpoint step aside instead of being throttled in turn. The slot is
+      // kept until then, and the window drops to one: when the pause is over one delivery tries the endpoint.
+      inFlight.throttled(endpoint.id);
+      await gate.pause(endpoint.id, deps.policy.throttle.floorMs);
+    } else {
+      // The window counts requests to the endpoint: the slot is free once it has answered, before the record.
+      answered = result.statusCode !== null;
+      inFlight.release(endpoint.id, answered);
+      released = true;
+    }
     const outcome = await recordAttempt(
       ctx,
       delivery,
@@ -87,11 +96,8 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
         { payload: { eventIds: outcome.eventIds } },
       ]).catch((err) => deps.logger.warn({ err }, 'events left to the dispatcher sweep'));
     }
-    if (outcome.next === 'RETRY') {
-      const ms = outcome.at.getTime() - ctx.clock.now().getTime();
-      if (outcome.throttled) await gate.pause(endpoint.id, ms);
-      return { later: ms };
-    }
+    if (outcome.pauseMs !== undefined) await gate.pause(endpoint.id, outcome.pauseMs);
+    if (outcome.next === 'RETRY') return { later: outcome.at.getTime() - ctx.clock.now().getTime() };
     if (outcome.next === 'HELD') {
       deps.logger.warn(
         { endpointId: endpoint.id, messageId: message.id },

@@ -9,7 +9,10 @@ export type AttemptVerdict =
   | { kind: 'SUCCEEDED' }
   /** 410 Gone: the receiver says this endpoint is no more; it is disabled and its messages are kept. */
   | { kind: 'GONE' }
-  /** 429 or 503 with a usable Retry-After: slow the endpoint down; the attempt does not count. */
+  /**
+   * 429 or 503 with a usable Retry-After: slow the endpoint down (`throttleStep` says how long, and whether the
+   * attempt counts).
+   */
   | { kind: 'THROTTLED'; retryAfterMs: number }
   /** Anything else (another status, a timeout, a refused connection): counts, and is retried. */
   | { kind: 'FAILED' };
@@ -62,6 +65,58 @@ export function nextRetryDelay(
   if (base === undefined) return null;
   return Math.round(base * (0.9 + 0.2 * random));
 }
+
+/** How the dispatcher answers an endpoint that keeps asking it to wait (429/503 with Retry-After). */
+export type ThrottlePolicy = {
+  /**
+   * The least a throttled answer holds its endpoint, in ms, whatever its Retry-After says: `Retry-After: 0`
+   * (or a date in the past) must not mean "call again at once" (`WEBHOOK_THROTTLE_FLOOR_MS`).
+   */
+  floorMs: number;
+  /**
+   * Throttled answers an endpoint may give since its last success before each further one counts as a failed
+   * attempt on its message's schedule, and toward disabling the endpoint (`WEBHOOK_FREE_THROTTLES`).
+   */
+  freeThrottles: number;
+};
+
+/** What a throttled answer does. */
+export type ThrottleStep = {
+  /** How long every dispatcher leaves the endpoint alone, in ms. */
+  pauseMs: number;
+  /** Whether the answer counts as a failed attempt (the free throttles are spent). */
+  counts: boolean;
+};
+
+/**
+ * What a throttled answer does to its endpoint. The endpoint is left alone for what it asked, and at least a
+ * floor that grows with its run of throttled answers: as long as the run has lasted, and never less than
+ * `floorMs`, so the answers of a receiver that always says "again, now" come 1, 1, 2, 4, 8… s apart (however
+ * many deliveries answered at once: the growth is by time, not by count). The floor stops growing at the
+ * retry schedule's longest delay, and at `MAX_RETRY_AFTER_MS`: a throttling endpoint is never held longer
+ * than a receiver may ask for itself, nor than a failing one waits. Past `freeThrottles` answers in the run,
+ * each further one counts as a failed attempt.
+ *
+ * @param throttles - the endpoint's throttled answers since its last success, this one included
+ * @param throttledForMs - how long ago the first of them came (0 for the first)
+ */
+export function throttleStep(
+  retryAfterMs: number,
+  run: { throttles: number; throttledForMs: number },
+  policy: ThrottlePolicy,
+  schedule: readonly number[],
+): ThrottleStep {
+  const cap = Math.max(policy.floorMs, Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ...schedule)));
+  const floor = Math.min(cap, Math.max(policy.floorMs, run.throttledForMs));
+  return { pauseMs: Math.max(retryAfterMs, floor), counts: run.throttles > policy.freeThrottles };
+}
+
+/**
+ * Attempts kept per message: the first `ATTEMPT_LOG_KEEP` and the last `ATTEMPT_LOG_KEEP`; those between are
+ * deleted as new ones are recorded, and counted on the message (`attemptsPruned`). A message's log, and what
+ * the API shows of it, stays bounded whatever its receiver does.
+ */
+export const ATTEMPT_LOG_KEEP = 10;
 
 /** Whether an endpoint failing since `failingSince` has failed long enough to be disabled. */
 export function failedTooLong(failingSince: Date | null, now: Date, disableAfterMs: number): boolean {

@@ -8,10 +8,32 @@ import { notFound } from '../errors';
  * `{ id, type, timestamp, data }`: the body a webhook delivery of it carries, plus the event id. Paged by
  * `after` (an event id from the previous page), in one indexed query on (campaign, transaction, seq).
  *
- * Only events of transactions older than every transaction still running are shown, in (transaction, seq)
- * order: whatever commits later has a later place in that order, so a reader that moved its cursor past
- * an event can never miss one that commits afterwards. A page is at most a few milliseconds behind.
+ * Only events of transactions older than every transaction still running that could write one are shown,
+ * in (transaction, seq) order: whatever commits later has a later place in that order, so a reader that
+ * moved its cursor past an event can never miss one that commits afterwards. A page is at most a few
+ * milliseconds behind, unless a transaction that has written something in this database stays open: the
+ * feed then stops before anything that began after it, until it ends (see `FEED_HORIZON`).
  */
+/**
+ * The first transaction id the feed may not show yet: the oldest transaction still running in this
+ * statement's snapshot, leaving out those of other databases of the cluster (they cannot write this
+ * database's events; before, one long transaction anywhere in the cluster froze every feed), or the
+ * snapshot's xmax when none is left. A transaction whose database cannot be seen (it ended meanwhile, or
+ * belongs to a role whose sessions this one may not see) is kept: unknown holds the feed, never skips it.
+ * Read-only transactions have no id and never hold it (pg_dump's, a long report's).
+ */
+const FEED_HORIZON = sql`(
+  with snap as (select pg_current_snapshot() as s)
+  select coalesce(
+    (select min(x) from snap, pg_snapshot_xip(snap.s) as x
+      where xid(x) not in (
+        select backend_xid from pg_stat_activity
+        where backend_xid is not null
+          and datid <> (select oid from pg_database where datname = current_database()))
+        and xid(x) not in (
+          select transaction from pg_prepared_xacts where database <> current_database())),
+    (select pg_snapshot_xmax(s) from snap)))`;
+
 export async function listCampaignEvents(
   ctx: Ctx,
   campaignId: string,
@@ -29,13 +51,7 @@ export async function listCampaignEvents(
   const rows = await ctx.db
     .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
     .from(events)
-    .where(
-      and(
-        eq(events.campaignId, campaignId),
-        from,
-        sql`${events.txId} < pg_snapshot_xmin(pg_current_snapshot())`,
-      ),
-    )
+    .where(and(eq(events.campaignId, campaignId), from, sql`${events.txId} < ${FEED_HORIZON}`))
     .orderBy(asc(events.txId), asc(events.seq))
     .limit(page.limit + 1);
   const shown = rows.slice(0, page.limit);

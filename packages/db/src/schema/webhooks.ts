@@ -47,6 +47,12 @@ export const webhookEndpoints = pgTable(
     previousSecretExpiresAt: ts('previous_secret_expires_at'),
     /** Set by the first failed attempt after a success, cleared by the next success. */
     failingSince: ts('failing_since'),
+    /**
+     * Its throttled answers (429/503 with Retry-After) since its last success, and when the first of them came:
+     * how long a throttle holds it grows with that run, and past a bound each throttle counts as a failure.
+     */
+    throttles: integer('throttles').notNull().default(0),
+    throttledSince: ts('throttled_since'),
     createdAt: ts('created_at').notNull(),
     updatedAt: ts('updated_at').notNull(),
     /** Set when it is deleted: gone from the API at once, while its messages are deleted in batches. */
@@ -88,7 +94,7 @@ export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 /**
  * One event for one endpoint. Its id is derived from (event, endpoint), so fanning an event out again finds
  * the same row. `attempts` counts the attempts of the current schedule (a replay starts a new one); attempts
- * that an endpoint throttled (429/503 with Retry-After) do not count.
+ * that an endpoint throttled (429/503 with Retry-After) do not count, until its run of throttles passes a bound.
  */
 export const webhookMessages = pgTable(
   'webhook_messages',
@@ -112,6 +118,11 @@ export const webhookMessages = pgTable(
     nextAttemptAt: ts('next_attempt_at').notNull(),
     lastStatusCode: integer('last_status_code'),
     lastError: text('last_error'),
+    /**
+     * Attempts deleted from its log: only the first and the last `ATTEMPT_LOG_KEEP` are kept, so that the
+     * log of a message cannot grow without end. The attempts ever made are these plus the rows kept.
+     */
+    attemptsPruned: integer('attempts_pruned').notNull().default(0),
     createdAt: ts('created_at').notNull(),
     updatedAt: ts('updated_at').notNull(),
     succeededAt: ts('succeeded_at'),
@@ -128,7 +139,10 @@ export const webhookMessages = pgTable(
   ],
 );
 
-/** Every attempt to deliver a message: when, what came back (at most 4 KiB of it), how long it took. */
+/**
+ * The attempts to deliver a message: when, what came back (at most 4 KiB of it), how long it took. Only the
+ * first and the last `ATTEMPT_LOG_KEEP` of a message are kept (see `attemptsPruned`).
+ */
 export const webhookAttempts = pgTable(
   'webhook_attempts',
   {
@@ -145,8 +159,12 @@ export const webhookAttempts = pgTable(
     /** The class of the failure (`TIMEOUT`, `CONNECTION`, `REFUSED_ADDRESS`, `HTTP_STATUS`…); null on success. */
     errorClass: text('error_class'),
     succeeded: boolean('succeeded').notNull(),
-    /** A 429/503 with Retry-After: the endpoint asked to slow down, and this attempt did not count. */
+    /**
+     * A 429/503 with Retry-After: the endpoint asked to slow down. It did not count against the schedule
+     * unless the endpoint's run of throttles had passed its bound (the message's `attempts` says).
+     */
     throttled: boolean('throttled').notNull().default(false),
   },
-  (t) => [index('webhook_attempts_message_idx').on(t.messageId, t.attemptedAt)],
+  // With the id, the order the log is kept and read in (first and last attempts) is the index's own.
+  (t) => [index('webhook_attempts_message_idx').on(t.messageId, t.attemptedAt, t.id)],
 );

@@ -1,10 +1,18 @@
 import { anyOf, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
-import { failedTooLong, judgeAttempt, nextRetryDelay, signingSecrets } from '../../rules/delivery';
+import {
+  failedTooLong,
+  judgeAttempt,
+  nextRetryDelay,
+  signingSecrets,
+  type ThrottlePolicy,
+  throttleStep,
+} from '../../rules/delivery';
 import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
+import { insertAttempt } from './attempt-log';
 import type { EndpointRow, MessageRow } from './views';
 
 /** Everything one delivery needs, read in one statement. */
@@ -86,25 +94,33 @@ export type DeliveryPolicy = {
   schedule: readonly number[];
   /** An endpoint failing for this long is disabled (`WEBHOOK_DISABLE_AFTER_MS`). */
   disableAfterMs: number;
+  /** How long throttled answers hold an endpoint, and when they start to count as failures. */
+  throttle: ThrottlePolicy;
   /** In [0, 1): the jitter of the next retry. */
   random: number;
 };
 
 /** What the dispatcher does next with the message's job. */
-export type AttemptOutcome =
+export type AttemptOutcome = (
   | { next: 'DONE'; status: 'SUCCEEDED' | 'FAILED'; eventIds: string[] }
-  /** Try again at `at` (a retry, or after the endpoint's Retry-After). */
-  | { next: 'RETRY'; at: Date; throttled: boolean; eventIds: string[] }
+  /** Try again at `at` (a retry, or once the endpoint's pause is over). */
+  | { next: 'RETRY'; at: Date; eventIds: string[] }
   /** The endpoint was disabled by this attempt; the message waits for it. */
-  | { next: 'HELD'; eventIds: string[] };
+  | { next: 'HELD'; eventIds: string[] }
+) & {
+  /** The endpoint throttled: every dispatcher leaves it alone this long, in ms. */
+  pauseMs?: number;
+};
 
 const clipped = (s: string | null, max: number) => (s === null ? null : s.slice(0, max));
 
 /**
  * Records an attempt and moves its message on, in one transaction: delivered (and, for a FULFILMENT
- * endpoint's goal, the reward marked FULFILLED once); retried on the schedule; throttled (the attempt does
- * not count); dead-lettered when the schedule is spent; or held because the endpoint was disabled (410, or
- * failing for too long), with an event saying why. Answers the ids of the events it wrote.
+ * endpoint's goal, the reward marked FULFILLED once); retried on the schedule; throttled (held at least the
+ * growing floor of `throttleStep`, and not counted until the endpoint's run of throttles passes its bound);
+ * dead-lettered when the schedule is spent; or held because the endpoint was disabled (410, or failing for too
+ * long), with an event saying why. The message's attempt log keeps its first and last `ATTEMPT_LOG_KEEP`
+ * attempts (`insertAttempt`). Answers the ids of the events it wrote.
  */
 export async function recordAttempt(
   ctx: Ctx,
@@ -135,7 +151,17 @@ export async function recordAttempt(
   };
   const fulfils =
     endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
-  if (verdict.kind === 'SUCCEEDED' && !fulfils && !endpoint.failingSince) {
+  // A plain success is written apart, in one statement with the others finishing at once. The rest is the
+  // transaction's: fulfilling, ending the endpoint's run of failures or throttles, and keeping bounded the log
+  // of a message that was attempted before (the plain statement appends without pruning; a message never
+  // attempted has nothing to prune).
+  const plain =
+    !fulfils &&
+    !endpoint.failingSince &&
+    !endpoint.throttledSince &&
+    message.lastStatusCode === null &&
+    message.lastError === null;
+  if (verdict.kind === 'SUCCEEDED' && plain) {
     await writeSuccess({
       id: attempt.id,
       messageId: message.id,
@@ -150,7 +176,7 @@ export async function recordAttempt(
   }
   return ctx.db.transaction(async (db) => {
     const tx: Ctx = { ...ctx, db };
-    await db.insert(webhookAttempts).values(attempt);
+    await insertAttempt(tx, attempt);
     const thisGeneration = and(
       eq(webhookMessages.id, message.id),
       eq(webhookMessages.generation, message.generation),
@@ -171,11 +197,16 @@ export async function recordAttempt(
           updatedAt: now,
         })
         .where(thisGeneration);
-      if (endpoint.failingSince) {
+      if (endpoint.failingSince || endpoint.throttledSince) {
         await db
           .update(webhookEndpoints)
-          .set({ failingSince: null })
-          .where(and(eq(webhookEndpoints.id, endpoint.id), isNotNull(webhookEndpoints.failingSince)));
+          .set({ failingSince: null, throttles: 0, throttledSince: null })
+          .where(
+            and(
+              eq(webhookEndpoints.id, endpoint.id),
+              or(isNotNull(webhookEndpoints.failingSince), isNotNull(webhookEndpoints.throttledSince)),
+            ),
+          );
       }
       const fulfilled =
         endpoint.kind === 'FULFILMENT' &&
@@ -186,18 +217,47 @@ export async function recordAttempt(
       return { next: 'DONE', status: 'SUCCEEDED', eventIds: fulfilled };
     }
 
+    let pauseMs: number | undefined;
+    let failingSinceBefore = endpoint.failingSince;
     if (verdict.kind === 'THROTTLED') {
-      const at = new Date(now.getTime() + verdict.retryAfterMs);
-      await db
-        .update(webhookMessages)
-        .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError, updatedAt: now })
-        .where(thisGeneration);
-      return { next: 'RETRY', at, throttled: true, eventIds: [] };
+      // The endpoint's run of throttles, counted by every dispatcher in its row.
+      const [run] = await db
+        .update(webhookEndpoints)
+        .set({
+          throttles: sql`${webhookEndpoints.throttles} + 1`,
+          throttledSince: sql`coalesce(${webhookEndpoints.throttledSince}, ${now.toISOString()}::timestamptz)`,
+        })
+        .where(eq(webhookEndpoints.id, endpoint.id))
+        .returning({
+          throttles: webhookEndpoints.throttles,
+          throttledSince: webhookEndpoints.throttledSince,
+          failingSince: webhookEndpoints.failingSince,
+        });
+      const step = throttleStep(
+        verdict.retryAfterMs,
+        {
+          throttles: run?.throttles ?? 1,
+          throttledForMs: run?.throttledSince ? Math.max(0, now.getTime() - run.throttledSince.getTime()) : 0,
+        },
+        policy.throttle,
+        policy.schedule,
+      );
+      pauseMs = step.pauseMs;
+      if (!step.counts) {
+        const at = new Date(now.getTime() + step.pauseMs);
+        await db
+          .update(webhookMessages)
+          .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError, updatedAt: now })
+          .where(thisGeneration);
+        return { next: 'RETRY', at, eventIds: [], pauseMs };
+      }
+      // Past its free throttles the endpoint is failing: the answer counts like any other failure.
+      failingSinceBefore = run ? run.failingSince : endpoint.failingSince;
     }
 
     const attempts = message.attempts + 1;
-    const failingSince = endpoint.failingSince ?? now;
-    if (!endpoint.failingSince) {
+    const failingSince = failingSinceBefore ?? now;
+    if (!failingSinceBefore) {
       await db
         .update(webhookEndpoints)
         .set({ failingSince: now })
@@ -210,7 +270,8 @@ export async function recordAttempt(
           ? ('FAILING' as const)
           : null;
     const delay = disable ? null : nextRetryDelay(policy.schedule, attempts, policy.random);
-    const at = delay === null ? now : new Date(now.getTime() + delay);
+    // A counted throttle still waits out the endpoint's pause.
+    const at = delay === null ? now : new Date(now.getTime() + Math.max(delay, pauseMs ?? 0));
     const dead = !disable && delay === null;
     await db
       .update(webhookMessages)
@@ -231,10 +292,10 @@ export async function recordAttempt(
         disable === 'FAILING' ? failingSince : null,
         now,
       );
-      return { next: 'HELD', eventIds };
+      return { next: 'HELD', eventIds, pauseMs };
     }
-    if (dead) return { next: 'DONE', status: 'FAILED', eventIds: [] };
-    return { next: 'RETRY', at, throttled: false, eventIds: [] };
+    if (dead) return { next: 'DONE', status: 'FAILED', eventIds: [], pauseMs };
+    return { next: 'RETRY', at, eventIds: [], pauseMs };
   });
 }
 

@@ -175,7 +175,17 @@ export async function updateEndpoint(
         ...(patch.kind === undefined ? {} : { kind: patch.kind }),
         ...(patch.rateLimit === undefined ? {} : { rateLimit: patch.rateLimit }),
         ...(patch.description === undefined ? {} : { description: patch.description }),
-        ...(enabling ? { enabled: true, disabledReason: null, disabledAt: null, failingSince: null } : {}),
+        // Enabled again, it starts afresh: no run of failures or throttles carried over.
+        ...(enabling
+          ? {
+              enabled: true,
+              disabledReason: null,
+              disabledAt: null,
+              failingSince: null,
+              throttles: 0,
+              throttledSince: null,
+            }
+          : {}),
         ...(enabling && released > 0 ? startBacklog(current, 'RELEASE', released, now) : {}),
         ...(disabling ? { enabled: false, disabledReason: 'OPERATOR' as const, disabledAt: now } : {}),
         ...(disabling && releasing

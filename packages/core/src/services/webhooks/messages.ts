@@ -2,7 +2,8 @@ import { type MessageStatus, webhookAttempts, webhookEndpoints, webhookMessages 
 import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
-import { type AttemptRow, type MessageRow, serializeMessage } from './views';
+import { attemptsOf } from './attempt-log';
+import { type MessageRow, serializeMessage } from './views';
 
 export type MessageFilter = {
   status?: MessageStatus;
@@ -23,20 +24,8 @@ const conditions = (f: MessageFilter): (SQL | undefined)[] => [
   f.until === undefined ? undefined : lt(webhookMessages.createdAt, new Date(f.until)),
 ];
 
-async function attemptsOf(ctx: Ctx, ids: string[]): Promise<Map<string, AttemptRow[]>> {
-  const byMessage = new Map<string, AttemptRow[]>(ids.map((id) => [id, []]));
-  if (ids.length === 0) return byMessage;
-  const rows = await ctx.db
-    .select()
-    .from(webhookAttempts)
-    .where(inArray(webhookAttempts.messageId, ids))
-    .orderBy(asc(webhookAttempts.attemptedAt), asc(webhookAttempts.id));
-  for (const a of rows) byMessage.get(a.messageId)!.push(a);
-  return byMessage;
-}
-
 /**
- * An endpoint's messages, newest first, each with every attempt; paged by `after` (a message id from the
+ * An endpoint's messages, newest first, each with its attempt log; paged by `after` (a message id from the
  * previous page). Filters: status, event type, a time range.
  */
 export async function listMessages(
@@ -90,7 +79,7 @@ async function requireMessage(ctx: Ctx, id: string): Promise<MessageRow> {
   return row.message;
 }
 
-/** One message with every attempt. */
+/** One message with its attempt log. */
 export async function getMessage(ctx: Ctx, id: string) {
   const m = await requireMessage(ctx, id);
   return serializeMessage(m, (await attemptsOf(ctx, [id])).get(id)!);

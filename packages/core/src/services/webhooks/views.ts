@@ -1,4 +1,5 @@
 import type { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import type { AttemptLog } from './attempt-log';
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export type MessageRow = typeof webhookMessages.$inferSelect;
@@ -37,6 +38,7 @@ export function serializeEndpoint(e: EndpointRow, now: Date) {
     disabledAt: ms(e.disabledAt),
     rateLimit: e.rateLimit,
     failingSince: ms(e.failingSince),
+    throttledSince: ms(e.throttledSince),
     /** While a rotation overlaps, the time the previous secret stops signing. */
     previousSecretExpiresAt: overlapping ? ms(e.previousSecretExpiresAt) : null,
     createdAt: e.createdAt.getTime(),
@@ -58,7 +60,9 @@ export function serializeAttempt(a: AttemptRow) {
   };
 }
 
-export function serializeMessage(m: MessageRow, attempts: AttemptRow[]) {
+/** A message with its attempt log: the first and last attempts (`ATTEMPT_LOG_KEEP` each) and how many. */
+export function serializeMessage(m: MessageRow, log: AttemptLog) {
+  const attemptCount = m.attemptsPruned + log.rows;
   return {
     id: m.id,
     endpointId: m.endpointId,
@@ -73,6 +77,8 @@ export function serializeMessage(m: MessageRow, attempts: AttemptRow[]) {
     createdAt: m.createdAt.getTime(),
     updatedAt: m.updatedAt.getTime(),
     succeededAt: ms(m.succeededAt),
-    attemptLog: attempts.map(serializeAttempt),
+    attemptLog: log.attempts.map(serializeAttempt),
+    attemptCount,
+    attemptsOmitted: attemptCount - log.attempts.length,
   };
 }

@@ -7,7 +7,8 @@ import { WebhookMessage } from './responses';
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/webhook-messages/{id}',
-  summary: 'A webhook message with every attempt (time, status, latency, answer excerpt, error class)',
+  summary:
+    'A webhook message with its first and last attempts (time, status, latency, answer excerpt, error class) and their count',
   tags: ['Operator: webhooks'],
   request: { params: z.object({ id: z.string().min(1).max(64) }) },
   responses: { ...okResponse('The message', WebhookMessage), ...operatorErrorResponses },

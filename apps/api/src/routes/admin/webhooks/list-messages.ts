@@ -8,7 +8,7 @@ import { endpointIdParam, MessageQuery } from './schemas';
 const route = createRoute({
   method: 'get',
   path: '/admin/v1/webhook-endpoints/{id}/messages',
-  summary: "An endpoint's messages, newest first, each with every attempt",
+  summary: "An endpoint's messages, newest first, each with its first and last attempts and their count",
   description:
     'Filters: `status` (PENDING, SUCCEEDED, FAILED, DISCARDED), `eventType`, `since`/`until` (UTC ms). Paged by `after`.',
   tags: ['Operator: webhooks'],

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { ATTEMPT_LOG_KEEP } from '@stampcard/core';
 import { BACKLOG_STATES, DISABLED_REASONS, ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
 
 /** What the webhook routes answer: the shapes of `packages/core/src/services/webhooks/views.ts`. */
@@ -46,6 +47,9 @@ const endpointFields = {
   disabledAt: ms('When it was disabled').nullable(),
   rateLimit: z.number().int().nullable().openapi({ description: 'Deliveries per second; null: no limit' }),
   failingSince: ms('When its current run of failures began').nullable(),
+  throttledSince: ms(
+    'When its current run of throttled answers (429/503 with Retry-After) began; a success ends it',
+  ).nullable(),
   previousSecretExpiresAt: ms('While a rotation overlaps, when the previous secret stops signing').nullable(),
   createdAt: ms('When it was made'),
   updatedAt: ms('When it last changed'),
@@ -94,7 +98,10 @@ export const WebhookAttempt = z
       .nullable()
       .openapi({ description: 'TIMEOUT, CONNECTION, REFUSED_ADDRESS, HTTP_STATUS…; null on success' }),
     succeeded: z.boolean(),
-    throttled: z.boolean().openapi({ description: 'A 429/503 with Retry-After: it did not count' }),
+    throttled: z.boolean().openapi({
+      description:
+        "A 429/503 with Retry-After: it did not count, unless the endpoint's run of throttles had passed WEBHOOK_FREE_THROTTLES",
+    }),
   })
   .openapi('WebhookAttempt', { description: 'One attempt to deliver a message' });
 
@@ -114,9 +121,18 @@ export const WebhookMessage = z
     createdAt: ms('When it was made'),
     updatedAt: ms('When it last changed'),
     succeededAt: ms('When a 2xx came back').nullable(),
-    attemptLog: z.array(WebhookAttempt),
+    attemptLog: z.array(WebhookAttempt).openapi({
+      description: `Its first ${ATTEMPT_LOG_KEEP} attempts and its last ${ATTEMPT_LOG_KEEP}, oldest first; those between are not kept`,
+    }),
+    attemptCount: z.number().int().openapi({ description: 'Every attempt made, in every schedule' }),
+    attemptsOmitted: z
+      .number()
+      .int()
+      .openapi({ description: 'Attempts between the first and the last that the log no longer holds' }),
   })
-  .openapi('WebhookMessage', { description: 'One event for one endpoint, with every attempt' });
+  .openapi('WebhookMessage', {
+    description: 'One event for one endpoint, with its first and last attempts and how many there were',
+  });
 
 export const WebhookMessagePage = z.strictObject({
   messages: z.array(WebhookMessage),

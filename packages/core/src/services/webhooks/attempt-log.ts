@@ -1,0 +1,92 @@
+import { webhookAttempts, webhookMessages } from '@stampcard/db';
+import { asc, getTableColumns, inArray, lte, or, sql } from 'drizzle-orm';
+import type { Ctx } from '../../context';
+import { ATTEMPT_LOG_KEEP } from '../../rules/delivery';
+import type { AttemptRow } from './views';
+
+/**
+ * A message's attempt log as shown: its first and last `ATTEMPT_LOG_KEEP` attempts, oldest first, and how many
+ * rows the log holds (with the message's `attemptsPruned`, every attempt ever made).
+ */
+export type AttemptLog = { attempts: AttemptRow[]; rows: number };
+
+/**
+ * The logs of some messages, in one statement. Each log is cut to its first and last `ATTEMPT_LOG_KEEP` here
+ * too, whatever it holds, so an answer's size never depends on a receiver's behaviour.
+ */
+export async function attemptsOf(ctx: Ctx, ids: string[]): Promise<Map<string, AttemptLog>> {
+  const logs = new Map<string, AttemptLog>(ids.map((id) => [id, { attempts: [], rows: 0 }]));
+  if (ids.length === 0) return logs;
+  const a = webhookAttempts;
+  const ranked = ctx.db
+    .select({
+      ...getTableColumns(a),
+      fromStart:
+        sql<number>`row_number() over (partition by ${a.messageId} order by ${a.attemptedAt}, ${a.id})`.as(
+          'from_start',
+        ),
+      fromEnd:
+        sql<number>`row_number() over (partition by ${a.messageId} order by ${a.attemptedAt} desc, ${a.id} desc)`.as(
+          'from_end',
+        ),
+      rows: sql<number>`count(*) over (partition by ${a.messageId})`.as('rows'),
+    })
+    .from(a)
+    .where(inArray(a.messageId, ids))
+    .as('ranked');
+  const found = await ctx.db
+    .select()
+    .from(ranked)
+    .where(or(lte(ranked.fromStart, ATTEMPT_LOG_KEEP), lte(ranked.fromEnd, ATTEMPT_LOG_KEEP)))
+    .orderBy(asc(ranked.attemptedAt), asc(ranked.id));
+  for (const { fromStart: _s, fromEnd: _e, rows, ...attempt } of found) {
+    const log = logs.get(attempt.messageId)!;
+    log.attempts.push(attempt);
+    log.rows = Number(rows);
+  }
+  return logs;
+}
+
+/** One attempt as `recordAttempt` writes it. */
+export type AttemptInsert = {
+  id: string;
+  messageId: string;
+  endpointId: string;
+  attemptedAt: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  responseExcerpt: string | null;
+  errorClass: string | null;
+  succeeded: boolean;
+  throttled: boolean;
+};
+
+/**
+ * Records an attempt and keeps its message's log bounded, in one statement: the rows between the first
+ * `ATTEMPT_LOG_KEEP` and the last (this one among them) are deleted, and counted on the message. Read through
+ * the (message, time, id) index; a log within the bound loses nothing and its message is not touched.
+ */
+export async function insertAttempt(ctx: Ctx, attempt: AttemptInsert): Promise<void> {
+  const a = attempt;
+  // The delete sees the log as it was before this statement: the new attempt is the newest, so of the
+  // older ones the last ATTEMPT_LOG_KEEP - 1 stay.
+  await ctx.db.execute(sql`
+    with pruned as (
+      delete from ${webhookAttempts} d using (
+        select id,
+          row_number() over (order by attempted_at, id) as from_start,
+          row_number() over (order by attempted_at desc, id desc) as from_end
+        from ${webhookAttempts} where message_id = ${a.messageId}
+      ) r
+      where d.id = r.id and r.from_start > ${ATTEMPT_LOG_KEEP} and r.from_end >= ${ATTEMPT_LOG_KEEP}
+      returning 1
+    ), counted as (
+      update ${webhookMessages} set attempts_pruned = attempts_pruned + (select count(*) from pruned)
+      where id = ${a.messageId} and exists (select 1 from pruned)
+    )
+    insert into ${webhookAttempts}
+      (id, message_id, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt, error_class,
+       succeeded, throttled)
+    values (${a.id}, ${a.messageId}, ${a.endpointId}, ${a.attemptedAt.toISOString()}::timestamptz,
+      ${a.statusCode}, ${a.latencyMs}, ${a.responseExcerpt}, ${a.errorClass}, ${a.succeeded}, ${a.throttled})`);
+}

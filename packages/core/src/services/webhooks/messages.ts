@@ -1,5 +1,5 @@
-import { type MessageStatus, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, desc, eq, gte, inArray, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
+import { type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
 import { attemptsOf } from './attempt-log';

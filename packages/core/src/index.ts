@@ -5,6 +5,7 @@ export * from './event-schemas';
 export * from './ids';
 export * from './lookup-cache';
 export * from './micro-batch';
+export * from './paging';
 export * from './rules/counters';
 export * from './rules/delivery';
 export * from './rules/erasure';

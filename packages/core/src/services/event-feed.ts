@@ -2,6 +2,7 @@ import { events } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { notFound } from '../errors';
+import { itemsWithinBudget } from '../paging';
 
 /**
  * A campaign's events, oldest first, for receivers to reconcile what their webhooks missed. Each is
@@ -12,7 +13,8 @@ import { notFound } from '../errors';
  * in (transaction, seq) order: whatever commits later has a later place in that order, so a reader that
  * moved its cursor past an event can never miss one that commits afterwards. A page is at most a few
  * milliseconds behind, unless a transaction that has written something in this database stays open: the
- * feed then stops before anything that began after it, until it ends (see `FEED_HORIZON`).
+ * feed then stops before anything that began after it, until it ends (see `FEED_HORIZON`). A page holds at
+ * most `limit` events, and what fits in its byte budget (`itemsWithinBudget`).
  */
 /**
  * The first transaction id the feed may not show yet: the oldest transaction still running in this
@@ -54,10 +56,13 @@ export async function listCampaignEvents(
     .where(and(eq(events.campaignId, campaignId), from, sql`${events.txId} < ${FEED_HORIZON}`))
     .orderBy(asc(events.txId), asc(events.seq))
     .limit(page.limit + 1);
-  const shown = rows.slice(0, page.limit);
+  const items = rows
+    .slice(0, page.limit)
+    .map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data }));
+  const shown = items.slice(0, itemsWithinBudget(items));
   return {
-    events: shown.map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data })),
-    more: rows.length > page.limit,
+    events: shown,
+    more: rows.length > shown.length,
     nextAfter: shown.at(-1)?.id ?? null,
   };
 }

@@ -2,6 +2,7 @@ import { formSubmissions, participants } from '@stampcard/db';
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { notFound } from '../../errors';
+import { itemsWithinBudget } from '../../paging';
 import { type FormSubmissionRow, serializeFormSubmission } from '../../serialize';
 import type { FormSubmissionView } from '../../views';
 
@@ -29,7 +30,7 @@ function withEmail(ctx: Ctx) {
  * A campaign's form submissions, oldest first (then by id), filtered by `status` and `rewardId`, cursor-paged:
  * `nextId` is the id of the first submission of the next page (null on the last), given back to get it. A
  * `nextId` that is not one of the campaign's submissions is a 404; one that the filters leave out still marks
- * a position.
+ * a position. A page holds at most `limit` submissions, and what fits in its byte budget (`itemsWithinBudget`).
  */
 export async function listFormSubmissions(
   ctx: Ctx,
@@ -50,11 +51,13 @@ export async function listFormSubmissions(
     .where(and(filtered(campaignId, page), from))
     .orderBy(asc(formSubmissions.createdAt), asc(byteWiseId))
     .limit(page.limit + 1);
-  const more = rows.length > page.limit;
+  const items = rows.slice(0, page.limit).map((r) => serializeFormSubmission(r.submission, r.email));
+  const shown = itemsWithinBudget(items);
+  const more = rows.length > shown;
   return {
-    formSubmissions: rows.slice(0, page.limit).map((r) => serializeFormSubmission(r.submission, r.email)),
+    formSubmissions: items.slice(0, shown),
     limit: page.limit,
-    nextId: more ? rows[page.limit]!.submission.id : null,
+    nextId: more ? rows[shown]!.submission.id : null,
     more,
   };
 }

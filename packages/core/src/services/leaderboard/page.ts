@@ -2,6 +2,7 @@ import { anyOf, participants } from '@stampcard/db';
 import { monthKey } from '../../clock';
 import type { Ctx } from '../../context';
 import { notFound } from '../../errors';
+import { itemsWithinBudget } from '../../paging';
 import type { LeaderboardType } from '../../rules/leaderboard';
 import { serializeParticipant } from '../../serialize';
 import type { ParticipantView } from '../../views';
@@ -40,7 +41,7 @@ export const RANK_FIELD = {
  *
  * Each participant carries its newest rewards (`newestRewardsOf`, at most 20) and the rank of this leaderboard
  * (`rank`, `monthlyRank` or `prevMonthlyRank`: its position, the same number its own read answers), not the
- * other two ranks. A page costs one index range per source, the page's rows and newest rewards by id, and for a
+ * other two ranks. A page holds what fits in its byte budget (`itemsWithinBudget`). A page costs one index range per source, the page's rows and newest rewards by id, and for a
  * page after the first the rank of its first participant (the size of its tie, see `aheadOf`).
  */
 export async function leaderboardPage(
@@ -74,5 +75,9 @@ export async function leaderboardPage(
     if (p)
       items.push({ ...serializeParticipant(p, { now, rewards: rewards.get(id) ?? [] }), [field]: first + i });
   });
+  // Cut by the byte budget: the next page starts at the first participant left out.
+  const fit = itemsWithinBudget(items);
+  if (fit < items.length)
+    return { participants: items.slice(0, fit), limit: q.limit, nextId: items[fit]!.id, more: true };
   return { participants: items, limit: q.limit, nextId: more ? ranked[q.limit]! : null, more };
 }

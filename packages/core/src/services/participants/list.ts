@@ -1,6 +1,7 @@
 import { anyOf, type FraudRiskLevel, participantRewards, participants } from '@stampcard/db';
 import { and, asc, desc, eq, getTableColumns, gt, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
+import { itemsWithinBudget } from '../../paging';
 import { type ParticipantRewardRow, type ParticipantRow, serializeParticipant } from '../../serialize';
 import { EMBEDDED_REWARDS, type ParticipantView } from '../../views';
 
@@ -57,7 +58,8 @@ export async function listParticipants(
 
 /**
  * A page from rows read with `limit + 1`: the first `limit` participants, each with its newest rewards (one
- * query, `newestRewardsOf`), and `nextId`, made by `cursorOf` from the row that starts the next page.
+ * query, `newestRewardsOf`), as many as fit in the page's byte budget (`itemsWithinBudget`), and `nextId`,
+ * made by `cursorOf` from the row that starts the next page.
  */
 export async function participantPage(
   ctx: Ctx,
@@ -65,17 +67,19 @@ export async function participantPage(
   limit: number,
   cursorOf: (next: ParticipantRow) => string,
 ): Promise<ParticipantPage> {
-  const more = rows.length > limit;
-  const shown = rows.slice(0, limit);
+  const read = rows.slice(0, limit);
   const rewards = await newestRewardsOf(
     ctx,
-    shown.map((p) => p.id),
+    read.map((p) => p.id),
   );
   const now = ctx.clock.now();
+  const items = read.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] }));
+  const shown = itemsWithinBudget(items);
+  const more = rows.length > shown;
   return {
-    participants: shown.map((p) => serializeParticipant(p, { now, rewards: rewards.get(p.id) ?? [] })),
+    participants: items.slice(0, shown),
     limit,
-    nextId: more ? cursorOf(rows[limit]!) : null,
+    nextId: more ? cursorOf(rows[shown]!) : null,
     more,
   };
 }

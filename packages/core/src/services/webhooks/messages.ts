@@ -2,6 +2,7 @@ import { type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcar
 import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
+import { itemsWithinBudget } from '../../paging';
 import { attemptsOf } from './attempt-log';
 import { type MessageRow, serializeMessage } from './views';
 
@@ -26,7 +27,8 @@ const conditions = (f: MessageFilter): (SQL | undefined)[] => [
 
 /**
  * An endpoint's messages, newest first, each with its attempt log; paged by `after` (a message id from the
- * previous page). Filters: status, event type, a time range.
+ * previous page). Filters: status, event type, a time range. A page holds at most `limit` messages, and what
+ * fits in its byte budget (`itemsWithinBudget`).
  */
 export async function listMessages(
   ctx: Ctx,
@@ -61,10 +63,12 @@ export async function listMessages(
     ctx,
     page.map((m) => m.id),
   );
+  const items = page.map((m) => serializeMessage(m, attempts.get(m.id)!));
+  const shown = items.slice(0, itemsWithinBudget(items));
   return {
-    messages: page.map((m) => serializeMessage(m, attempts.get(m.id)!)),
-    more: rows.length > filter.limit,
-    nextAfter: page.at(-1)?.id ?? null,
+    messages: shown,
+    more: rows.length > shown.length,
+    nextAfter: shown.at(-1)?.id ?? null,
   };
 }
 

@@ -41,8 +41,9 @@ export const RANK_FIELD = {
  *
  * Each participant carries its newest rewards (`newestRewardsOf`, at most 20) and the rank of this leaderboard
  * (`rank`, `monthlyRank` or `prevMonthlyRank`: its position, the same number its own read answers), not the
- * other two ranks. A page holds what fits in its byte budget (`itemsWithinBudget`). A page costs one index range per source, the page's rows and newest rewards by id, and for a
- * page after the first the rank of its first participant (the size of its tie, see `aheadOf`).
+ * other two ranks; a page holds as many as fit in its byte budget (`itemsWithinBudget`). A page costs one index
+ * range per source, the page's rows and newest rewards by id, and for a page after the first the rank of its
+ * first participant (the size of its tie, see `aheadOf`).
  */
 export async function leaderboardPage(
   ctx: Ctx,

@@ -1,4 +1,5 @@
 import { z } from '@hono/zod-openapi';
+import { PAGE_BUDGET_BYTES } from '@stampcard/core';
 import { IDEMPOTENT_WITHHELD_HEADER } from '../middleware/idempotency';
 import { errorResponsesFor, OPERATOR_ERRORS, PUBLIC_ERRORS } from './error-schema';
 
@@ -31,6 +32,20 @@ export const campaignIdParam = z
   .min(1)
   .max(64)
   .openapi({ param: { name: 'id', in: 'path' }, example: 'a1b2c3d4' });
+
+/**
+ * The `limit` of every list: at most this many items. A page also ends before its JSON passes
+ * `PAGE_BUDGET_BYTES`, so it may hold fewer while `more` is true; the cursor carries on from there.
+ */
+export const pageLimit = z.coerce
+  .number()
+  .int()
+  .min(1)
+  .max(100)
+  .default(20)
+  .openapi({
+    description: `At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes ${PAGE_BUDGET_BYTES / (1024 * 1024)} MiB (a single larger item is answered alone), so it may hold fewer items while \`more\` is true: keep paging with the cursor until \`more\` is false.`,
+  });
 
 /** An untyped JSON object: what a route answered before it had a schema. The OpenAPI test refuses it. */
 export const jsonObject = z.record(z.string(), z.unknown());

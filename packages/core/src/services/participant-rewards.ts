@@ -2,6 +2,7 @@ import { campaigns, participantRewards, participants, rewards } from '@stampcard
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../context';
 import { invalidState, notFound } from '../errors';
+import { itemsWithinBudget } from '../paging';
 import {
   type CampaignRow,
   campaignRef,
@@ -45,11 +46,14 @@ export async function listParticipantRewards(
     .where(and(mine, from))
     .orderBy(asc(participantRewards.createdAt), asc(byteWiseId))
     .limit(page.limit + 1);
-  const more = rows.length > page.limit;
+  // A reward is at most about 300 bytes, so the budget never cuts a page of 100 today; held to it like every list.
+  const items = rows.slice(0, page.limit).map(serializeParticipantReward);
+  const shown = itemsWithinBudget(items);
+  const more = rows.length > shown;
   return {
-    rewards: rows.slice(0, page.limit).map(serializeParticipantReward),
+    rewards: items.slice(0, shown),
     limit: page.limit,
-    nextId: more ? rows[page.limit]!.id : null,
+    nextId: more ? rows[shown]!.id : null,
     more,
   };
 }

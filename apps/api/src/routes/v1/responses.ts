@@ -38,7 +38,10 @@ export const EventPage = z.strictObject({
 /** `listParticipantRewards`. */
 export const ParticipantRewardPage = z.strictObject({
   rewards: z.array(ParticipantReward),
-  limit: z.number().int().openapi({ description: 'The page size asked for' }),
+  limit: z.number().int().openapi({
+    description:
+      'The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true',
+  }),
   nextId: z.string().nullable().openapi({
     description: 'The `nextId` of the next page: the id of its first reward (null on the last page)',
   }),
@@ -55,7 +58,10 @@ export const LeaderboardPage = z
       description:
         'In rank order, each with the rank of this leaderboard: `rank` (ALL_TIME), `monthlyRank` (CURRENT_MONTH) or `prevMonthlyRank` (PREV_MONTH)',
     }),
-    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    limit: z.number().int().openapi({
+      description:
+        'The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true',
+    }),
     nextId: z.string().nullable().openapi({
       description: 'The `nextId` of the next page: the id of its first participant (null on the last page)',
     }),

@@ -9,7 +9,7 @@ const route = createRoute({
   path: '/admin/v1/campaigns/{id}/participants',
   summary: "Manual review: a campaign's participants, riskiest first",
   description:
-    'HIGH, then MEDIUM, then LOW, by participant id within a level; each participant with its `fraudRiskLevel`, `fraudReasonCode` and `rewards`. Page with `nextId` (the `nextId` of the previous page) while `more` is true; `limit` 1..100 (20). Paging sees each participant once while others join. Filter: `fraudRiskLevel`. Any campaign status but DELETED.',
+    'HIGH, then MEDIUM, then LOW, by participant id within a level; each participant with its `fraudRiskLevel`, `fraudReasonCode` and `rewards`. Page with `nextId` (the `nextId` of the previous page) while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. Paging sees each participant once while others join. Filter: `fraudRiskLevel`. Any campaign status but DELETED.',
   tags: ['Operator: participants'],
   request: { params: z.object({ id: campaignIdParam }), query: RiskListQuery },
   responses: {

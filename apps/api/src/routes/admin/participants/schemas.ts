@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { parseRiskCursor } from '@stampcard/core';
 import { FRAUD_RISK_LEVELS } from '@stampcard/db';
+import { pageLimit } from '../../../lib/schemas';
 import { Participant } from '../../../lib/views';
 
 /** The manual review routes of the operator API: set a participant's level, list participants by risk. */
@@ -18,7 +19,7 @@ export const RiskListQuery = z.strictObject({
     .enum(FRAUD_RISK_LEVELS)
     .optional()
     .openapi({ description: 'Only participants at this level' }),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimit,
   nextId: z
     .string()
     .min(1)
@@ -34,7 +35,10 @@ export const ParticipantRiskPage = z
     participants: z.array(Participant).openapi({
       description: 'HIGH, then MEDIUM, then LOW; by id within a level',
     }),
-    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    limit: z.number().int().openapi({
+      description:
+        'The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true',
+    }),
     nextId: z.string().nullable().openapi({
       description:
         'The `nextId` of the next page: the level and id of its first participant, `LEVEL:participantId` (null on the last page)',

@@ -5,7 +5,7 @@ import { ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
 import { enqueueBacklogSteps, scheduleDeliveries } from '@stampcard/jobs';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../../env';
-import { int } from '../../../lib/schemas';
+import { int, pageLimit } from '../../../lib/schemas';
 
 export const endpointIdParam = z.object({ id: z.string().min(1).max(64) });
 
@@ -47,7 +47,7 @@ const messageFilter = {
 };
 export const MessageQuery = z.strictObject({
   ...messageFilter,
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimit,
   after: z
     .string()
     .min(1)

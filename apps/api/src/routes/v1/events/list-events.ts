@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listCampaignEvents, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
-import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
+import { campaignIdParam, errorResponses, okResponse, pageLimit } from '../../../lib/schemas';
 import { EventPage } from '../responses';
 
 const route = createRoute({
@@ -9,13 +9,13 @@ const route = createRoute({
   path: '/v1/campaign/{id}/events',
   summary: "A campaign's events, oldest first, to reconcile what webhooks missed",
   description:
-    'Each event is `{ id, type, timestamp, data }`, as its webhook carries it. Page with `after` (the `nextAfter` of the previous page) while `more` is true; `limit` 1..100 (20).',
+    'Each event is `{ id, type, timestamp, data }`, as its webhook carries it. Page with `after` (the `nextAfter` of the previous page) while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB.',
   tags: ['Events'],
   request: {
     params: z.object({ id: campaignIdParam }),
     query: z.strictObject({
       after: z.string().min(1).max(64).optional(),
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: pageLimit,
     }),
   },
   responses: { ...okResponse('`{ events, more, nextAfter }`', EventPage), ...errorResponses },

@@ -9,7 +9,7 @@ const route = createRoute({
   path: '/v1/campaign/{id}/form-submissions',
   summary: "A campaign's form submissions, oldest first",
   description:
-    "Filters: `status` (`UNREVIEWED`, `REVIEWED`), `rewardId`. Page with `nextId` (the id of the first submission of the next page) while `more` is true; `limit` 1..100 (20). A `nextId` that is not one of the campaign's submissions is a 404.",
+    "Filters: `status` (`UNREVIEWED`, `REVIEWED`), `rewardId`. Page with `nextId` (the id of the first submission of the next page) while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. A `nextId` that is not one of the campaign's submissions is a 404.",
   tags: ['Form submissions'],
   request: { params: z.object({ id: campaignIdParam }), query: formSubmissionListQuery },
   responses: {

@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { FORBIDDEN_METADATA_KEYS, MAX_FORM_FIELDS, MAX_FORM_VALUE_LENGTH } from '@stampcard/core';
 import { FORM_SUBMISSION_STATUSES } from '@stampcard/db';
-import { campaignIdParam } from '../../../lib/schemas';
+import { campaignIdParam, pageLimit } from '../../../lib/schemas';
 import { FormSubmission } from '../../../lib/views';
 
 /** Shared by the form submission routes. */
@@ -43,7 +43,7 @@ export const SubmitFormBody = z
   .openapi('SubmitRewardForm');
 
 export const formSubmissionListQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimit,
   nextId: z.string().min(1).max(64).optional().openapi({ description: 'The `nextId` of the previous page' }),
   status: z.enum(FORM_SUBMISSION_STATUSES).optional(),
   rewardId: z.string().min(1).max(64).optional(),
@@ -53,7 +53,10 @@ export const formSubmissionListQuery = z.strictObject({
 export const FormSubmissionPage = z
   .strictObject({
     formSubmissions: z.array(FormSubmission),
-    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    limit: z.number().int().openapi({
+      description:
+        'The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true',
+    }),
     nextId: z.string().nullable().openapi({
       description: 'The `nextId` of the next page: the id of its first submission (null on the last page)',
     }),

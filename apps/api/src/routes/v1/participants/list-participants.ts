@@ -9,7 +9,7 @@ const route = createRoute({
   path: '/v1/campaign/{id}/participants',
   summary: "A campaign's participants, by id",
   description:
-    'Ordered by participant id, so paging sees each participant once even while others join. Page with `nextId` (the `nextId` of the previous page: the id of the first participant of the next one) while `more` is true; `limit` 1..100 (20). Filters: `fraudRiskLevel`, `isWinner`. Each participant has its `rewards` but no ranks (the leaderboard ranks).',
+    'Ordered by participant id, so paging sees each participant once even while others join. Page with `nextId` (the `nextId` of the previous page: the id of the first participant of the next one) while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. Filters: `fraudRiskLevel`, `isWinner`. Each participant has its `rewards` but no ranks (the leaderboard ranks).',
   tags: ['Participants'],
   request: { params: z.object({ id: campaignIdParam }), query: participantListQuery },
   responses: { ...okResponse('`{ participants, limit, nextId, more }`', ParticipantPage), ...errorResponses },

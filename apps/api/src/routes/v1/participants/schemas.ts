@@ -1,6 +1,13 @@
 import { z } from '@hono/zod-openapi';
 import { FRAUD_RISK_LEVELS } from '@stampcard/db';
-import { campaignIdParam, emailSchema, metadataSchema, nameSchema, notesSchema } from '../../../lib/schemas';
+import {
+  campaignIdParam,
+  emailSchema,
+  metadataSchema,
+  nameSchema,
+  notesSchema,
+  pageLimit,
+} from '../../../lib/schemas';
 import { Participant } from '../../../lib/views';
 
 /** Shared by the participant routes that change or list participants. */
@@ -64,7 +71,7 @@ export const UpdateParticipantBody = z
   .openapi('UpdateParticipant');
 
 export const participantListQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(100).default(20),
+  limit: pageLimit,
   nextId: z.string().min(1).max(64).optional().openapi({ description: 'The `nextId` of the previous page' }),
   fraudRiskLevel: z.enum(FRAUD_RISK_LEVELS).optional(),
   isWinner: z
@@ -77,7 +84,10 @@ export const participantListQuery = z.strictObject({
 export const ParticipantPage = z
   .strictObject({
     participants: z.array(Participant),
-    limit: z.number().int().openapi({ description: 'The page size asked for' }),
+    limit: z.number().int().openapi({
+      description:
+        'The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true',
+    }),
     nextId: z.string().nullable().openapi({
       description: 'The `nextId` of the next page: the id of its first participant (null on the last page)',
     }),

@@ -6,7 +6,7 @@ import {
   requireParticipant,
 } from '@stampcard/core';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { errorResponses, okResponse, pageLimit } from '../../../lib/schemas';
 import { participantParams } from '../participants/schemas';
 import { ParticipantRewardPage } from '../responses';
 
@@ -19,7 +19,7 @@ const route = createRoute({
   request: {
     params: participantParams,
     query: z.strictObject({
-      limit: z.coerce.number().int().min(1).max(100).default(20),
+      limit: pageLimit,
       nextId: z.string().min(1).max(64).optional(),
     }),
   },

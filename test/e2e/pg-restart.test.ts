@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { client, eventually, overHttp } from '../support/client';
+import { client, eventually, operatorProgram, overHttp } from '../support/client';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
 import { freePort, type Run, startProcess, waitForOutput } from '../support/processes';
@@ -54,29 +54,12 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
     await waitForOutput(run, /worker and relay running/, 60_000);
     const http = overHttp(`http://127.0.0.1:${port}`);
     const op = client(http, TOKEN);
-    const account = await op.post('/admin/v1/accounts', {
-      name: 'Acme',
-      plan: 'GROWTH',
+    const { key, campaignId, rewardId } = await operatorProgram(op, {
       rateLimits: TEST_RATE_LIMITS,
+      reward: { conversionsRequired: 3, isUnlimited: true },
     });
-    expect(account.status).toBe(200);
-    const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
-      email: 'a@acme.test',
-      role: 'ADMIN',
-    });
-    const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
-    const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
-      name: 'Coffee',
-      status: 'IN_PROGRESS',
-    });
-    const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
-      title: 'Free coffee',
-      conversionsRequired: 3,
-      isUnlimited: true,
-    });
-    expect(reward.status).toBe(200);
     const api = client(http, key);
-    const path = `/v1/campaign/${campaign.body.id}/loyalty-action`;
+    const path = `/v1/campaign/${campaignId}/loyalty-action`;
 
     // A steady load, at most 300 requests in flight, each bounded by its own timeout.
     const accepted: string[] = [];
@@ -90,7 +73,7 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
         for (let i = 0; i < RATE_PER_S / 10 && inFlight.size < 300; i++) {
           const email = `p${n++ % 400}@example.com`;
           const p = api
-            .post(path, { participantEmail: email, rewardId: reward.body.id }, {})
+            .post(path, { participantEmail: email, rewardId: rewardId }, {})
             .then(
               (r) => {
                 answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
@@ -140,7 +123,7 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
     );
     const after = await api.post(`${path}?wait=true`, {
       participantEmail: 'after@example.com',
-      rewardId: reward.body.id,
+      rewardId: rewardId,
     });
     expect(after.status).toBe(200);
     expect(after.body.action.status).toBe('APPLIED');

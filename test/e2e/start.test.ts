@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { client } from '../support/client';
+import { client, operatorProgram } from '../support/client';
 import {
   freePort,
   ROOT,
@@ -77,28 +77,15 @@ describe('npm start', () => {
       expect((await client(http).get('/health')).status).toBe(200);
       expect((await client(http).get('/ready')).body.status).toBe('ready');
       const op = client(http, TOKEN);
-      const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
-      expect(account.status).toBe(200);
-      const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
-        email: 'a@acme.test',
-        role: 'ADMIN',
-      });
-      const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
-      const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
-        name: 'Coffee',
-        status: 'IN_PROGRESS',
-      });
-      const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
-        title: 'Free coffee',
-      });
-      const endpoint = await op.post(`/admin/v1/campaigns/${campaign.body.id}/webhook-endpoints`, {
+      const { key, campaignId, rewardId } = await operatorProgram(op);
+      const endpoint = await op.post(`/admin/v1/campaigns/${campaignId}/webhook-endpoints`, {
         url: receiver.url,
         eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
       });
       expect(endpoint.status).toBe(200);
-      const action = await client(http, key).post(`/v1/campaign/${campaign.body.id}/loyalty-action`, {
+      const action = await client(http, key).post(`/v1/campaign/${campaignId}/loyalty-action`, {
         participantEmail: 'ada@example.com',
-        rewardId: reward.body.id,
+        rewardId: rewardId,
       });
       expect(action.status).toBe(200);
       const [delivery] = await receiver.waitFor(1);
@@ -240,26 +227,11 @@ describe('no role stays dead', () => {
 
       // The restarted worker applies actions.
       const op = client(http, TOKEN);
-      const account = await op.post('/admin/v1/accounts', { name: 'Acme', plan: 'GROWTH' });
-      const user = await op.post(`/admin/v1/accounts/${account.body.id}/users`, {
-        email: 'a@acme.test',
-        role: 'ADMIN',
+      const { key, campaignId, rewardId } = await operatorProgram(op);
+      const action = await client(http, key).post(`/v1/campaign/${campaignId}/loyalty-action?wait=true`, {
+        participantEmail: 'ada@example.com',
+        rewardId: rewardId,
       });
-      const key = (await op.post(`/admin/v1/users/${user.body.id}/api-keys`)).body.key;
-      const campaign = await op.post(`/admin/v1/accounts/${account.body.id}/campaigns`, {
-        name: 'Coffee',
-        status: 'IN_PROGRESS',
-      });
-      const reward = await op.post(`/admin/v1/campaigns/${campaign.body.id}/rewards`, {
-        title: 'Free coffee',
-      });
-      const action = await client(http, key).post(
-        `/v1/campaign/${campaign.body.id}/loyalty-action?wait=true`,
-        {
-          participantEmail: 'ada@example.com',
-          rewardId: reward.body.id,
-        },
-      );
       expect(action.status).toBe(200);
       expect(action.body.action.status).toBe('APPLIED');
       expect(run.child.exitCode).toBeNull();

@@ -1,3 +1,5 @@
+import { expect } from 'vitest';
+
 type Fetcher = (path: string, init: RequestInit) => Promise<Response> | Response;
 
 export type Reply = { status: number; body: any; headers: Headers };
@@ -74,4 +76,42 @@ export async function eventually<T>(
       throw new Error(`condition not met in ${timeoutMs} ms; last value ${JSON.stringify(v)}`);
     await new Promise((r) => setTimeout(r, 25));
   }
+}
+
+/**
+ * What a business needs to send actions, made the way an operator makes it (over the operator API of a
+ * running service): an account, an ADMIN user's API key, a running campaign and one reward. Each step must
+ * answer 200.
+ */
+export async function operatorProgram(
+  op: ReturnType<typeof client>,
+  opts: { rateLimits?: unknown; reward?: Record<string, unknown> } = {},
+) {
+  const ok = (r: Reply) => {
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    return r.body;
+  };
+  const account = ok(
+    await op.post('/admin/v1/accounts', {
+      name: 'Acme',
+      plan: 'GROWTH',
+      ...(opts.rateLimits ? { rateLimits: opts.rateLimits } : {}),
+    }),
+  );
+  const user = ok(
+    await op.post(`/admin/v1/accounts/${account.id}/users`, { email: 'a@acme.test', role: 'ADMIN' }),
+  );
+  const { key } = ok(await op.post(`/admin/v1/users/${user.id}/api-keys`));
+  const campaign = ok(
+    await op.post(`/admin/v1/accounts/${account.id}/campaigns`, { name: 'Coffee', status: 'IN_PROGRESS' }),
+  );
+  const reward = ok(
+    await op.post(`/admin/v1/campaigns/${campaign.id}/rewards`, { title: 'Free coffee', ...opts.reward }),
+  );
+  return {
+    accountId: account.id as string,
+    key: key as string,
+    campaignId: campaign.id as string,
+    rewardId: reward.id as string,
+  };
 }

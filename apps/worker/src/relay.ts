@@ -38,7 +38,8 @@ export function createRelay(opts: RelayOptions) {
         'relay put accepted actions back in the queue',
       );
     }
-    await resumeErasures();
+    // Its own failure is logged and never costs the actions' sweep its answer: the next sweep tries again.
+    await resumeErasures().catch((err) => opts.logger.error({ err }, 'relay could not resume erasures'));
     return added;
   }
   async function resumeErasures() {

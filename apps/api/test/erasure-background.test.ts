@@ -4,7 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../../../test/support/client';
 import { dumpDatabase, tablesHolding } from '../../../test/support/dump';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
+import { messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
 
 /**
  * Right to erasure, bounded (README, Security): deleting a participant with a long history commits its removal,
@@ -14,6 +16,7 @@ import { useTestStack } from '../../../test/support/use';
  * at first, so what the request alone did can be seen.
  */
 const stack = useTestStack({ http: true, worker: false });
+const receiver = useReceivers();
 
 /** Events that show the participant's email still (the erased copy has `""`). */
 async function eventsShowing(campaignId: string, email: string): Promise<number> {
@@ -67,6 +70,13 @@ describe('erasing a long history', () => {
       .from(events)
       .where(and(eq(events.campaignId, w.campaign.id), eq(events.type, 'PARTICIPANT_DELETED')));
     expect(recorded!.data).toMatchObject({ participantId, erasedEventCount: 2000 });
+    // Meanwhile the event feed shows the events the background has not reached yet (the oldest) erased.
+    const feed = await api.get(`${base}/events?limit=100`);
+    expect(feed.status).toBe(200);
+    expect(feed.body.events).toHaveLength(100);
+    expect(JSON.stringify(feed.body)).not.toContain(person.email);
+    expect(JSON.stringify(feed.body)).not.toContain(person.firstName);
+    expect(feed.body.events[0].data.participant).toMatchObject({ id: participantId, email: '' });
     const pending = await api.get(`${base}/participant/${participantId}/erasure`);
     expect(pending.status).toBe(200);
     expect(pending.body).toMatchObject({
@@ -126,5 +136,49 @@ describe('erasing a long history', () => {
     );
     expect(elsewhere.status).toBe(404);
     expect(elsewhere.body).toMatchObject({ code: 'NOT_FOUND', status: 404 });
+  });
+
+  it('sends a held message of an event not yet reached erased all the same', async () => {
+    await stack.stopWorker();
+    const w = await makeWorld(stack.ctx);
+    const api = client(overHttp(stack.baseUrl!), w.key);
+    const base = `/v1/campaign/${w.campaign.id}`;
+    const t = Date.now().toString(36);
+    const person = { email: uniqueEmail(`held${t}`), firstName: `Heldname${t}` };
+    stack.startDispatcher();
+    const rx = await receiver();
+    const ep = await registerEndpoint(stack, w.campaign.id, { url: rx.url });
+    // Disabled: the message of the participant's first event waits (PENDING) until it is enabled again.
+    const off = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: false });
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    const added = await api.post(`${base}/participant`, person);
+    expect(added.status).toBe(200);
+    await eventually(
+      async () => {
+        await stack.dispatcher!.sweeper.runOnce();
+        return messagesOf(stack, ep.id);
+      },
+      (ms) => ms.length === 1 && ms[0].status === 'PENDING',
+    );
+    // 3,000 newer events: the first one is left to the background, which does not run (no worker).
+    await stack.ctx.db.execute(sql`
+      insert into ${events} (id, campaign_id, type, data, created_at)
+      select 'evt_held' || g || ${t}, campaign_id, type, data, created_at
+      from ${events}, generate_series(1, 3000) g
+      where campaign_id = ${w.campaign.id} and type = 'NEW_PARTICIPANT_ADDED'`);
+    const deleted = await api.delete(`${base}/participant/${added.body.id}`);
+    expect(deleted.headers.get('stampcard-erasure')).toBe('PENDING');
+    expect(await eventsShowing(w.campaign.id, person.email)).toBe(1001);
+
+    const on = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
+    expect(on.status, JSON.stringify(on.body)).toBe(200);
+    const got = await eventually(
+      async () => rx.received.filter((r) => r.json?.type === 'NEW_PARTICIPANT_ADDED'),
+      (list) => list.length === 1,
+    );
+    expect(got[0]!.json.data.participant).toMatchObject({ id: added.body.id, email: '', firstName: null });
+    expect(rx.received.map((r) => r.body).join('\n')).not.toContain(person.email);
+    // Sent erased while the stored event still shows the person: the background has not reached it.
+    expect(await eventsShowing(w.campaign.id, person.email)).toBe(1001);
   });
 });

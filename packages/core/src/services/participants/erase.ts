@@ -40,6 +40,16 @@ export const ERASE_ANSWER_BATCH = 500;
  * the ledger still adds up.
  */
 
+/**
+ * The join from `events` to the running erasure of the participant an event shows (by primary key: one look-up
+ * a row). The event feed and webhook delivery select `erasures.participantId` through it and show the data by
+ * `shownData`: an event the background has not reached yet is shown and sent erased all the same.
+ */
+export const runningErasureOfEvent = and(
+  eq(erasures.participantId, sql`(${events.data} #>> '{participant,id}')`),
+  eq(erasures.state, 'RUNNING'),
+);
+
 /** One batch of an erasure: its job's payload (and id). */
 export type ErasureStep = { participantId: string; batch: number };
 

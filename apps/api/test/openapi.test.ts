@@ -483,6 +483,11 @@ describe('answers match the document', () => {
       '/v1/campaign/{id}/participant/{idOrEmail}',
       await api.delete(`/v1/campaign/${campaign.id}/participant/${added.id}`),
     );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/participant/{participantId}/erasure',
+      await api.get(`/v1/campaign/${campaign.id}/participant/${added.id}/erasure`),
+    );
     const feed = await eventually(
       () => api.get(`/v1/campaign/${campaign.id}/events?limit=100`),
       (r) => r.status === 200 && r.body.events.length >= 3,

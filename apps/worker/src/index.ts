@@ -7,12 +7,14 @@ import { ActionBatcher } from './batcher';
 import { createIdempotencyPurge } from './idempotency-purge';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
 import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
+import { runErasure } from './processors/run-erasure';
 import { createRelay } from './relay';
 
 export { ActionBatcher } from './batcher';
 export { createIdempotencyPurge } from './idempotency-purge';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
+export { runErasure } from './processors/run-erasure';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
@@ -109,6 +111,7 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
   const processors: Processors<'worker'> = {
     'loyalty-action.apply': applyLoyaltyAction(batcher),
     'loyalty-actions.apply': applyLoyaltyActions(batcher),
+    'participant-erasure.run': runErasure(opts.ctx, opts.queues, opts.logger),
   };
   const workers = startConsumers({
     consumer: 'worker',
@@ -117,7 +120,11 @@ export function startWorker(opts: WorkerOptions): StampcardWorker {
     prefix: opts.prefix,
     concurrency,
     // A job of the batch queue holds up to 64 actions: a quarter as many jobs hold as many actions and more.
-    queueConcurrency: { 'loyalty-action-batches': Math.max(1, Math.ceil(concurrency / 4)) },
+    // Erasures: one batch at a time per worker, so a deletion spree never takes the pool from actions.
+    queueConcurrency: {
+      'loyalty-action-batches': Math.max(1, Math.ceil(concurrency / 4)),
+      'participant-erasures': 1,
+    },
     lockMs: opts.lockMs ?? 10_000,
     onFailed: (job, err) =>
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),

@@ -1,6 +1,6 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, findStaleQueuedActions } from '@stampcard/core';
-import { actionsInBatchJobs, ensureJobs, periodic, type Queues } from '@stampcard/jobs';
+import { type Ctx, findStaleQueuedActions, findStalledErasures } from '@stampcard/core';
+import { actionsInBatchJobs, ensureJobs, erasureJobId, periodic, type Queues } from '@stampcard/jobs';
 
 export type RelayOptions = {
   ctx: Ctx;
@@ -15,7 +15,9 @@ export type RelayOptions = {
 /**
  * Redis is the transport, PostgreSQL the record. The relay sweeps the ledger for accepted actions that are
  * still QUEUED after the grace period and makes sure each has a live job: missing (Redis lost its data, or
- * the API's enqueue failed) → added again; failed (retries exhausted) → retried.
+ * the API's enqueue failed) → added again; failed (retries exhausted) → retried. Erasures too: a RUNNING one
+ * whose last batch is older than the grace period gets the job of its next batch (a worker died between a
+ * batch's commit and the next job's enqueue, or the API's enqueue failed).
  */
 export function createRelay(opts: RelayOptions) {
   async function sweep(): Promise<number> {
@@ -36,7 +38,18 @@ export function createRelay(opts: RelayOptions) {
         'relay put accepted actions back in the queue',
       );
     }
+    // Its own failure is logged and never costs the actions' sweep its answer: the next sweep tries again.
+    await resumeErasures().catch((err) => opts.logger.error({ err }, 'relay could not resume erasures'));
     return added;
+  }
+  async function resumeErasures() {
+    const stalled = await findStalledErasures(opts.ctx, opts.graceMs);
+    const { added } = await ensureJobs(
+      opts.queues,
+      'participant-erasure.run',
+      stalled.map((payload) => ({ payload, jobId: erasureJobId(payload) })),
+    );
+    if (added > 0) opts.logger.warn({ erasures: added }, 'relay resumed erasures');
   }
   // `runOnce()` answers how many actions a sweep put back.
   return periodic(sweep, opts.intervalMs, (err) => opts.logger.error({ err }, 'relay sweep failed'));

@@ -247,6 +247,7 @@ describe('a job that fails', () => {
       dispatchByName<'worker'>({
         'loyalty-action.apply': applyLoyaltyAction(batcher),
         'loyalty-actions.apply': applyLoyaltyActions(batcher),
+        'participant-erasure.run': async () => undefined,
       }),
       {
         connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),

@@ -72,7 +72,8 @@ export const EVENT_SCHEMAS = {
    * A participant was deleted. Ids and counts only: deleting a participant erases its personal data from every
    * stored event and answer (README, Right to erasure), and this event carries none. `rejectedLoyaltyActionCount`:
    * its actions still QUEUED, now REJECTED (`reason: PARTICIPANT_DELETED`); `erasedEventCount`: its past events
-   * whose copy of it was scrubbed.
+   * whose copy of it the deletion's transaction scrubbed (its first batch, at most 2,000, newest first: a longer
+   * history is erased after it in the background).
    */
   PARTICIPANT_DELETED: z.strictObject({
     participantId: z.string(),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { eraseParticipant, participantsShown } from '../src/rules/erasure';
+import { eraseParticipant, participantsShown, shownData } from '../src/rules/erasure';
 
 const person = (id: string, email: string) => ({
   id,
@@ -58,5 +58,15 @@ describe('erasure rules', () => {
     expect(participantsShown(undefined)).toEqual([]);
     const many = Array.from({ length: 150 }, (_, i) => person(`p${i}`, `${i}@example.com`));
     expect(participantsShown(many)).toHaveLength(100);
+  });
+
+  it('shows stored data as stored, or erased while its participant is being erased', () => {
+    const data = { participant: person('p1', 'ada@example.com'), campaign: { id: 'c1' } };
+    expect(shownData(data, null)).toBe(data);
+    const shown = shownData(data, 'p1');
+    expect(shown.participant).toMatchObject({ id: 'p1', email: '', firstName: null, loyaltyActionCount: 3 });
+    expect(data.participant.email).toBe('ada@example.com');
+    // Another participant's erasure leaves it as it is.
+    expect(shownData(data, 'p2')).toBe(data);
   });
 });

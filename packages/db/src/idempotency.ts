@@ -148,19 +148,21 @@ export async function purgeIdempotencyKeys(db: Tx, now: Date, limit = 1000): Pro
 }
 
 /**
- * Rewrites every stored answer that shows participant `subject` with `scrub(body)` (erasure), in batches of
- * `batch` through the subjects index, inside the caller's transaction; answers how many. Each rewritten row
- * loses the subject, so the next batch finds the rest, and an answer is never scrubbed twice.
+ * Rewrites the stored answers that show participant `subject` with `scrub(body)` (erasure), in batches of
+ * `batch` through the subjects index, inside the caller's transaction, at most `maxBatches` of them; answers
+ * how many. Each rewritten row loses the subject, so the next batch (or call) finds the rest, and an answer is
+ * never scrubbed twice: fewer than `batch * maxBatches` rewritten means none is left.
  */
 export async function scrubIdempotentAnswers(
   db: Tx,
   subject: string,
   scrub: (body: string) => string,
   batch = 500,
+  maxBatches = Number.POSITIVE_INFINITY,
 ): Promise<number> {
   const subjects = sql`array[${subject}]::text[]`;
   let total = 0;
-  for (;;) {
+  for (let n = 0; n < maxBatches; n++) {
     const rows = await db.execute<{ scope: string; key: string; body: string | null }>(sql`
       select scope, key, response_body as body from ${idempotencyKeys}
       where subjects @> ${subjects} and subjects is not null
@@ -180,4 +182,5 @@ export async function scrubIdempotentAnswers(
     total += rows.length;
     if (rows.length < batch) return total;
   }
+  return total;
 }

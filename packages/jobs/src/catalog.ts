@@ -38,6 +38,22 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /**
+   * One batch of a deleted participant's erasure (job id `erasure-<participantId>-<batch>`, see
+   * `erasureJobId`): one short transaction, then the job of the next batch. Its state is in the `erasures`
+   * row, so a job run twice does nothing the second time, and the relay's sweep re-adds a lost one.
+   */
+  'participant-erasure.run': {
+    queue: 'participant-erasures',
+    consumer: 'worker',
+    payload: z.strictObject({ participantId: z.string().min(1).max(64), batch: z.number().int().min(0) }),
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
   /** Outbox events a worker just committed, to fan out to their endpoints (a sweep catches any this misses). */
   'webhook-events.fan-out': {
     queue: 'webhook-events',

@@ -171,6 +171,21 @@ export function enqueueBacklogSteps(queues: Queues, steps: BacklogStepJob[]): Pr
   );
 }
 
+/** A batch of a participant's erasure: the payload of `participant-erasure.run`. */
+export type ErasureStepJob = JobPayload<'participant-erasure.run'>;
+
+/** An erasure batch's job id: one job per batch of an erasure. */
+export const erasureJobId = (s: ErasureStepJob) => `erasure-${s.participantId}-${s.batch}`;
+
+/** Queues the next batch of erasures, each once (by `erasureJobId`), in one round trip. */
+export function enqueueErasureSteps(queues: Queues, steps: ErasureStepJob[]): Promise<void> {
+  return enqueue(
+    queues,
+    'participant-erasure.run',
+    steps.map((payload) => ({ payload, jobId: erasureJobId(payload) })),
+  );
+}
+
 /** Most actions in one `loyalty-actions.apply` job. */
 export const ACTION_BATCH = 64;
 

@@ -50,6 +50,16 @@ export function eraseParticipant(
 }
 
 /**
+ * Stored event data as it may be shown (the event feed) or sent (a webhook message): without participant
+ * `erasing` when its erasure is still running, so that what the background has not reached yet is never shown
+ * or sent after the deletion. `erasing` null: the data as stored.
+ */
+export function shownData<T>(data: T, erasing: string | null): T {
+  // Same shape: erasure replaces values of fields that are there, and adds none.
+  return erasing === null ? data : (eraseParticipant(data, erasing).value as T);
+}
+
+/**
  * The participants an answer shows (a Participant's `id`, any `participantId`), so a stored answer can be
  * found again when one of them is erased. At most `max`: an answer naming more is found by its first ones.
  */

@@ -1,8 +1,10 @@
-import { events } from '@stampcard/db';
+import { erasures, events } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { notFound } from '../errors';
 import { itemsWithinBudget } from '../paging';
+import { shownData } from '../rules/erasure';
+import { runningErasureOfEvent } from './participants/erase';
 
 /**
  * A campaign's events, oldest first, for receivers to reconcile what their webhooks missed. Each is
@@ -14,7 +16,8 @@ import { itemsWithinBudget } from '../paging';
  * moved its cursor past an event can never miss one that commits afterwards. A page is at most a few
  * milliseconds behind, unless a transaction that has written something in this database stays open: the
  * feed then stops before anything that began after it, until it ends (see `FEED_HORIZON`). A page holds at
- * most `limit` events, and what fits in its byte budget (`itemsWithinBudget`).
+ * most `limit` events, and what fits in its byte budget (`itemsWithinBudget`). An event of a deleted
+ * participant whose erasure has not reached it yet is shown erased.
  */
 /**
  * The first transaction id the feed may not show yet: the oldest transaction still running in this
@@ -51,14 +54,24 @@ export async function listCampaignEvents(
     from = sql`(${events.txId}, ${events.seq}) > (${cursor.txId}::xid8, ${cursor.seq})`;
   }
   const rows = await ctx.db
-    .select({ id: events.id, type: events.type, createdAt: events.createdAt, data: events.data })
+    .select({
+      id: events.id,
+      type: events.type,
+      createdAt: events.createdAt,
+      data: events.data,
+      erasing: erasures.participantId,
+    })
     .from(events)
+    .leftJoin(erasures, runningErasureOfEvent)
     .where(and(eq(events.campaignId, campaignId), from, sql`${events.txId} < ${FEED_HORIZON}`))
     .orderBy(asc(events.txId), asc(events.seq))
     .limit(page.limit + 1);
-  const items = rows
-    .slice(0, page.limit)
-    .map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data }));
+  const items = rows.slice(0, page.limit).map((e) => ({
+    id: e.id,
+    type: e.type,
+    timestamp: e.createdAt.getTime(),
+    data: shownData(e.data, e.erasing),
+  }));
   const shown = items.slice(0, itemsWithinBudget(items));
   return {
     events: shown,

@@ -145,7 +145,7 @@ export const events = pgTable(
     index('events_campaign_tx_seq_idx').on(t.campaignId, t.txId, t.seq),
     index('events_undispatched_idx').on(t.seq).where(sql`${t.dispatchedAt} is null`),
     // Erasure finds a deleted participant's events by the participant they show, in `seq` order, in batches
-    // (see `eraseParticipantData` in core). Events that show no participant are not in it.
+    // (see `services/participants/erase.ts` in core). Events that show no participant are not in it.
     index('events_participant_idx')
       .on(sql`(${t.data} #>> '{participant,id}')`, t.seq)
       .where(sql`(${t.data} #>> '{participant,id}') is not null`),

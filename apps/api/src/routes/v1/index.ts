@@ -11,6 +11,7 @@ import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
 import { registerAddParticipant } from './participants/add-participant';
 import { registerDeleteParticipant } from './participants/delete-participant';
+import { registerGetErasure } from './participants/get-erasure';
 import { registerGetLeaderboard } from './participants/get-leaderboard';
 import { registerGetParticipant } from './participants/get-participant';
 import { registerListParticipants } from './participants/list-participants';
@@ -28,6 +29,7 @@ export function registerV1(app: App) {
   registerAddParticipant(app);
   registerUpdateParticipant(app);
   registerDeleteParticipant(app);
+  registerGetErasure(app);
   registerListParticipants(app);
   registerGetLeaderboard(app);
   registerTriggerLoyaltyAction(app);

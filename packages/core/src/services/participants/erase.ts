@@ -1,76 +1,247 @@
-import { events, scrubIdempotentAnswers, webhookAttempts, webhookMessages } from '@stampcard/db';
-import { sql } from 'drizzle-orm';
+import {
+  type ErasurePhase,
+  erasures,
+  events,
+  scrubIdempotentAnswers,
+  webhookAttempts,
+  webhookMessages,
+} from '@stampcard/db';
+import { and, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
+import { notFound } from '../../errors';
 import { ERASED_PARTICIPANT, ERASED_SUBMISSION, eraseParticipant } from '../../rules/erasure';
 
 /**
- * Events scrubbed per statement: a participant with a long history is erased in several bounded statements.
- * Measured on a busy 2-core machine: 5,000 took 0.65 to 0.9 s (every index of `events` gets the new row
- * version), so 2,000 stays far inside the 3 s statement timeout.
+ * Events scrubbed per batch (one statement). Measured on a busy 2-core machine: 5,000 took 0.65 to 0.9 s
+ * (every index of `events` gets the new row version), so 2,000 stays far inside the 3 s statement timeout.
  */
-const ERASE_BATCH = 2000;
+export const ERASE_BATCH = 2000;
+/** Stored `Idempotency-Key` answers scrubbed per batch (each is parsed and rewritten in JavaScript). */
+export const ERASE_ANSWER_BATCH = 500;
 
 /**
- * Erases a deleted participant's personal data from what Stampcard keeps after it, inside the caller's
- * transaction (the one that deletes the participant, so an erasure is all or nothing):
+ * Right to erasure: a deleted participant's personal data leaves what Stampcard keeps after it, in bounded
+ * batches, never in one transaction over its whole history (one event per action: unbounded):
  *
- * - its stored events (`events.data`, found through `events_participant_idx`, `ERASE_BATCH` at a time in `seq`
- *   order, each batch one statement that never carries the data out of PostgreSQL): an event shows a person
- *   under `participant` (merged with `ERASED_PARTICIPANT`) and, for the form events, `formSubmission` (merged
- *   with `ERASED_SUBMISSION`): the rule of `eraseParticipant`, on the shapes events have. Webhook messages are
- *   built from their event when they are sent, so a pending or replayed message carries the erased copy;
+ * - its stored events (`events.data`, found through `events_participant_idx`, newest first, so the events
+ *   whose messages may still be pending go in the first batch): an event shows a person under `participant`
+ *   (merged with `ERASED_PARTICIPANT`) and, for the form events, `formSubmission` (merged with
+ *   `ERASED_SUBMISSION`): the rule of `eraseParticipant`, on the shapes events have. A batch is one statement
+ *   that never carries the data out of PostgreSQL. Webhook messages are built from their event when they are
+ *   sent, so a message sent after its event's batch carries the erased copy;
  * - what receivers answered to those events' messages (`webhook_attempts.response_excerpt`: a receiver may echo
  *   the body), set to null, in the same statement;
- * - the stored `Idempotency-Key` answers that show it (tagged with its id when recorded), by `eraseParticipant`.
- *   Their request paths hold no email: a key row stores the path as logged, an email segment as `:email`.
+ * - then the stored `Idempotency-Key` answers that show it (tagged with its id when recorded), by
+ *   `eraseParticipant`. Their request paths hold no email: a key row stores the path as logged.
  *
- * Its form submissions and participant rewards go with its row (the foreign keys cascade). Ids, counts, statuses
- * and times stay, so the ledger still adds up. Answers how many events and answers it rewrote.
+ * The deletion's transaction writes the `erasures` row and runs the first batch (`startErasure`); each next
+ * batch is a `participant-erasure.run` job, one short transaction (`runErasureStep`). Its form submissions and
+ * participant rewards went with its row (the foreign keys cascade). Ids, counts, statuses and times stay, so
+ * the ledger still adds up.
  */
-export async function eraseParticipantData(
-  ctx: Ctx,
+
+/**
+ * The join from `events` to the running erasure of the participant an event shows (by primary key: one look-up
+ * a row). The event feed and webhook delivery select `erasures.participantId` through it and show the data by
+ * `shownData`: an event the background has not reached yet is shown and sent erased all the same.
+ */
+export const runningErasureOfEvent = and(
+  eq(erasures.participantId, sql`(${events.data} #>> '{participant,id}')`),
+  eq(erasures.state, 'RUNNING'),
+);
+
+/** One batch of an erasure: its job's payload (and id). */
+export type ErasureStep = { participantId: string; batch: number };
+
+export type ErasureBatch = {
+  /** False: the step was not the erasure's next one (its job ran twice, or the erasure is done): nothing done. */
+  ran: boolean;
+  /** Events and answers this batch scrubbed. */
+  events: number;
+  answers: number;
+  /** The next batch, while the erasure runs; null once it is DONE. */
+  next: ErasureStep | null;
+};
+
+type ErasureRow = typeof erasures.$inferSelect;
+
+/**
+ * Starts the erasure of participant `participantId`, just deleted, in the deletion's transaction: its
+ * `erasures` row, then its first batch. A short history is erased entirely here (`next` null: DONE).
+ */
+export async function startErasure(
+  tx: Ctx,
   campaignId: string,
   participantId: string,
-  /** Told after each batch of events: a caller with a deadline may count erasure's progress as such. */
-  onBatch?: () => void,
-): Promise<{ events: number; answers: number }> {
-  const { db } = ctx;
+  limit = ERASE_BATCH,
+): Promise<ErasureBatch> {
+  const now = tx.clock.now();
+  const [row] = await tx.db
+    .insert(erasures)
+    .values({
+      participantId,
+      campaignId,
+      state: 'RUNNING',
+      phase: 'EVENTS',
+      createdAt: now,
+      touchedAt: now,
+    })
+    .returning();
+  return erasureBatch(tx, row!, limit);
+}
+
+/**
+ * Runs one batch of an erasure (a `participant-erasure.run` job), in its own short transaction, which holds the
+ * `erasures` row locked. A step that is not the erasure's next one does nothing.
+ */
+export async function runErasureStep(
+  ctx: Ctx,
+  step: ErasureStep,
+  limit = ERASE_BATCH,
+): Promise<ErasureBatch> {
+  return ctx.db.transaction(async (db) => {
+    const tx = { ...ctx, db };
+    const [row] = await tx.db
+      .select()
+      .from(erasures)
+      .where(
+        and(
+          eq(erasures.participantId, step.participantId),
+          eq(erasures.batches, step.batch),
+          eq(erasures.state, 'RUNNING'),
+        ),
+      )
+      .for('update');
+    return row ? erasureBatch(tx, row, limit) : { ran: false, events: 0, answers: 0, next: null };
+  });
+}
+
+/**
+ * RUNNING erasures whose last batch is older than `graceMs`: their next job may be lost (Redis lost it, a
+ * process died between a batch's commit and the next job's enqueue). The relay's sweep makes sure each has it.
+ */
+export async function findStalledErasures(ctx: Ctx, graceMs: number, limit = 100): Promise<ErasureStep[]> {
+  const cutoff = new Date(ctx.clock.now().getTime() - graceMs);
+  return ctx.db
+    .select({ participantId: erasures.participantId, batch: erasures.batches })
+    .from(erasures)
+    .where(and(eq(erasures.state, 'RUNNING'), lte(erasures.touchedAt, cutoff)))
+    .orderBy(erasures.touchedAt)
+    .limit(limit);
+}
+
+/** What `GET …/participant/{participantId}/erasure` shows: ids, counts and times (integer UTC ms). */
+export type ErasureView = {
+  participantId: string;
+  status: 'PENDING' | 'DONE';
+  erasedEventCount: number;
+  erasedAnswerCount: number;
+  batches: number;
+  startedAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+};
+
+/** The erasure of deleted participant `participantId` of campaign `campaignId`; 404 when it has none. */
+export async function showErasure(ctx: Ctx, campaignId: string, participantId: string): Promise<ErasureView> {
+  const [row] = await ctx.db
+    .select()
+    .from(erasures)
+    .where(and(eq(erasures.participantId, participantId), eq(erasures.campaignId, campaignId)));
+  if (!row) throw notFound(`Erasure of participant ${participantId} in campaign ${campaignId}`);
+  return {
+    participantId: row.participantId,
+    status: row.state === 'DONE' ? 'DONE' : 'PENDING',
+    erasedEventCount: row.erasedEvents,
+    erasedAnswerCount: row.erasedAnswers,
+    batches: row.batches,
+    startedAt: row.createdAt.getTime(),
+    updatedAt: row.touchedAt.getTime(),
+    finishedAt: row.finishedAt?.getTime() ?? null,
+  };
+}
+
+/**
+ * One batch: up to `limit` events (newest first, below the cursor); once none is left, up to
+ * `ERASE_ANSWER_BATCH` stored answers in the same transaction; then the progress in the row.
+ */
+async function erasureBatch(tx: Ctx, row: ErasureRow, limit: number): Promise<ErasureBatch> {
+  let phase: ErasurePhase = row.phase;
+  let cursor = row.cursorSeq;
+  let erasedEvents = 0;
+  let erasedAnswers = 0;
+  let done = false;
+  if (phase === 'EVENTS') {
+    const batch = await eraseEvents(tx, row.campaignId, row.participantId, cursor, limit);
+    erasedEvents = batch.n;
+    if (batch.first !== null) cursor = BigInt(batch.first);
+    if (batch.n < limit) phase = 'ANSWERS';
+  }
+  if (phase === 'ANSWERS') {
+    erasedAnswers = await scrubIdempotentAnswers(
+      tx.db,
+      row.participantId,
+      (body) => eraseJson(body, row.participantId),
+      ERASE_ANSWER_BATCH,
+      1,
+    );
+    done = erasedAnswers < ERASE_ANSWER_BATCH;
+  }
+  const now = tx.clock.now();
+  await tx.db
+    .update(erasures)
+    .set({
+      phase,
+      cursorSeq: cursor,
+      batches: row.batches + 1,
+      erasedEvents: row.erasedEvents + erasedEvents,
+      erasedAnswers: row.erasedAnswers + erasedAnswers,
+      touchedAt: now,
+      ...(done ? { state: 'DONE' as const, finishedAt: now } : {}),
+    })
+    .where(eq(erasures.participantId, row.participantId));
+  return {
+    ran: true,
+    events: erasedEvents,
+    answers: erasedAnswers,
+    next: done ? null : { participantId: row.participantId, batch: row.batches + 1 },
+  };
+}
+
+/** Up to `limit` of the participant's events below `before` (null: any), newest first, in one statement. */
+async function eraseEvents(
+  tx: Ctx,
+  campaignId: string,
+  participantId: string,
+  before: bigint | null,
+  limit: number,
+): Promise<{ n: number; first: string | null }> {
   const erasedParticipant = JSON.stringify(ERASED_PARTICIPANT);
   const erasedSubmission = JSON.stringify(ERASED_SUBMISSION);
-  let erasedEvents = 0;
-  let after = '0';
-  for (;;) {
-    const [done] = await db.execute<{ n: number; last: string | null }>(sql`
-      with batch as (
-        select e.seq, e.id from ${events} e
-        where (e.data #>> '{participant,id}') = ${participantId} and e.campaign_id = ${campaignId}
-          and e.seq > ${after}::bigint
-        order by (e.data #>> '{participant,id}'), e.seq
-        limit ${ERASE_BATCH}
-      ), scrubbed as (
-        update ${events} e
-        set data = e.data
-          || jsonb_build_object('participant', (e.data -> 'participant') || ${erasedParticipant}::jsonb)
-          || case when (e.data #>> '{formSubmission,participantId}') = ${participantId}
-               then jsonb_build_object('formSubmission', (e.data -> 'formSubmission') || ${erasedSubmission}::jsonb)
-               else '{}'::jsonb end
-        from batch b where e.seq = b.seq
-        returning 1
-      ), answered as (
-        update ${webhookAttempts} a set response_excerpt = null
-        from ${webhookMessages} m, batch b
-        where m.event_id = b.id and a.message_id = m.id and a.response_excerpt is not null
-        returning 1
-      )
-      select (select count(*) from scrubbed)::int as n, (select max(seq) from batch)::text as last`);
-    const n = done?.n ?? 0;
-    erasedEvents += n;
-    onBatch?.();
-    if (n < ERASE_BATCH || !done?.last) break;
-    after = done.last;
-  }
-  const answers = await scrubIdempotentAnswers(db, participantId, (body) => eraseJson(body, participantId));
-  return { events: erasedEvents, answers };
+  const below = before === null ? sql`` : sql`and e.seq < ${before.toString()}::bigint`;
+  const [done] = await tx.db.execute<{ n: number; first: string | null }>(sql`
+    with batch as (
+      select e.seq, e.id from ${events} e
+      where (e.data #>> '{participant,id}') = ${participantId} and e.campaign_id = ${campaignId} ${below}
+      order by (e.data #>> '{participant,id}') desc, e.seq desc
+      limit ${limit}
+    ), scrubbed as (
+      update ${events} e
+      set data = e.data
+        || jsonb_build_object('participant', (e.data -> 'participant') || ${erasedParticipant}::jsonb)
+        || case when (e.data #>> '{formSubmission,participantId}') = ${participantId}
+             then jsonb_build_object('formSubmission', (e.data -> 'formSubmission') || ${erasedSubmission}::jsonb)
+             else '{}'::jsonb end
+      from batch b where e.seq = b.seq
+      returning 1
+    ), answered as (
+      update ${webhookAttempts} a set response_excerpt = null
+      from ${webhookMessages} m, batch b
+      where m.event_id = b.id and a.message_id = m.id and a.response_excerpt is not null
+      returning 1
+    )
+    select (select count(*) from scrubbed)::int as n, (select min(seq) from batch)::text as first`);
+  return { n: done?.n ?? 0, first: done?.first ?? null };
 }
 
 /** A stored JSON answer without the participant; only JSON answers are tagged, anything else keeps nothing. */

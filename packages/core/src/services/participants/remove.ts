@@ -5,7 +5,7 @@ import { boardsOf, bucketMoves } from '../../rules/leaderboard';
 import { type CampaignRow, campaignRef } from '../../serialize';
 import { recordEvents } from '../events';
 import { bucketChanges, moveBuckets } from '../leaderboard/buckets';
-import { eraseParticipantData } from './erase';
+import { type ErasureStep, startErasure } from './erase';
 import { findParticipant, participantNotFound } from './lookup';
 
 /** The `reason` of a QUEUED loyalty action whose participant was deleted before a worker applied it. */
@@ -18,9 +18,11 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * campaign's `participantCount`, `loyaltyActionCount` (minus the participant's count) and `winnerCount`
  * (minus one when it held an approved reward), and the leaderboard buckets of its counts. Applied and rejected
  * actions stay in the ledger, and past events in the outbox, as history, but without the person: deletion is
- * the right-to-erasure path, and `eraseParticipantData` scrubs its personal data from them in the same
- * transaction. `PARTICIPANT_DELETED` (ids and counts only) is recorded; its id is answered in `eventIds`, for the
- * caller to hand to the dispatcher once this has committed.
+ * the right-to-erasure path. The transaction writes the erasure's durable record and scrubs its first bounded
+ * batch (`startErasure`: a short history entirely); a longer one goes on in the background, one short
+ * transaction a batch: `erasure.next` is the step for the caller to enqueue once this has committed (the
+ * worker's relay finds it anyway). `PARTICIPANT_DELETED` (ids and counts only) is recorded; its id is answered
+ * in `eventIds`, for the caller to hand to the dispatcher once this has committed.
  *
  * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
  * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
@@ -32,15 +34,12 @@ export async function deleteParticipant(
   ctx: Ctx,
   campaign: CampaignRow,
   idOrEmail: string,
-  opts: {
-    /**
-     * Told after each batch of the erasure (a long history takes several): the API adds the time they took to
-     * the request's budget, so a participant is never too old to be deleted.
-     * @defaultValue none
-     */
-    onErasureBatch?: () => void;
-  } = {},
-): Promise<{ success: true; eventIds: string[] }> {
+): Promise<{
+  success: true;
+  eventIds: string[];
+  /** `DONE`: nothing of the person is left; `PENDING`: `next` and the batches after it will erase the rest. */
+  erasure: { status: 'DONE' | 'PENDING'; next: ErasureStep | null };
+}> {
   const found = await findParticipant(ctx, campaign.id, idOrEmail);
   if (!found) throw participantNotFound(campaign.id, idOrEmail);
   return unitOfWork(ctx, async (tx) => {
@@ -73,9 +72,9 @@ export async function deleteParticipant(
       .where(and(eq(participants.id, found.id), eq(participants.campaignId, campaign.id)))
       .returning();
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
-    // Before the shared rows (buckets, account, campaign) are locked: a long history is erased in several
-    // statements, and other writers of the campaign must not wait for them.
-    const erased = await eraseParticipantData(tx, campaign.id, gone.id, opts.onErasureBatch);
+    // Before the shared rows (buckets, account, campaign) are locked, so other writers of the campaign do not
+    // wait for it: one bounded batch, whatever the length of the history.
+    const erased = await startErasure(tx, campaign.id, gone.id);
     // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
     await moveBuckets(
       { ...ctx, db },
@@ -107,6 +106,10 @@ export async function deleteParticipant(
         },
       },
     ]);
-    return { success: true as const, eventIds };
+    return {
+      success: true as const,
+      eventIds,
+      erasure: { status: erased.next ? ('PENDING' as const) : ('DONE' as const), next: erased.next },
+    };
   });
 }

@@ -1,4 +1,4 @@
-import { anyOf, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { anyOf, erasures, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
@@ -10,8 +10,10 @@ import {
   type ThrottlePolicy,
   throttleStep,
 } from '../../rules/delivery';
+import { shownData } from '../../rules/erasure';
 import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
+import { runningErasureOfEvent } from '../participants/erase';
 import { insertAttempt } from './attempt-log';
 import type { EndpointRow, MessageRow } from './views';
 
@@ -46,23 +48,30 @@ export async function loadDeliveries(
       message: webhookMessages,
       endpoint: webhookEndpoints,
       event: { type: events.type, createdAt: events.createdAt, data: events.data },
+      erasing: erasures.participantId,
     })
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
     .leftJoin(events, eq(events.id, webhookMessages.eventId))
+    // A deleted participant's event not yet reached by its erasure is sent erased all the same.
+    .leftJoin(erasures, runningErasureOfEvent)
     .where(anyOf(webhookMessages.id, [...new Set(requests.map((r) => r.messageId))]));
   const byId = new Map(rows.map((row) => [row.message.id, row]));
   const now = ctx.clock.now();
   return requests.map(({ messageId, generation }): Delivery | SkippedDelivery => {
     const row = byId.get(messageId);
     if (!row) return { skip: 'GONE' };
-    const { message, endpoint, event } = row;
+    const { message, endpoint, event, erasing } = row;
     if (message.generation !== generation) return { skip: 'STALE' };
     if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
     if (!endpoint.enabled) return { skip: 'HELD' };
     const content =
       message.testBody ??
-      (event && { type: event.type, timestamp: event.createdAt.getTime(), data: event.data });
+      (event && {
+        type: event.type,
+        timestamp: event.createdAt.getTime(),
+        data: shownData(event.data, erasing),
+      });
     if (!content) return { skip: 'GONE' };
     return { message, endpoint, body: JSON.stringify(content), secrets: signingSecrets(endpoint, now) };
   });

@@ -1,19 +1,35 @@
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import { deleteParticipant, loadCampaignFor } from '@stampcard/core';
+import { enqueueErasureSteps } from '@stampcard/jobs';
 import type { App } from '../../../env';
-import { errorResponses, okResponse } from '../../../lib/schemas';
+import { errorResponses } from '../../../lib/schemas';
 import { committed } from '../rewards/shared';
 import { ParticipantRemoved, participantParams } from './schemas';
+
+/** The erasure's status, in a header: the answer's body is the seed's `{ success: true }`. */
+export const ERASURE_HEADER = 'Stampcard-Erasure';
 
 const route = createRoute({
   method: 'delete',
   path: '/v1/campaign/{id}/participant/{idOrEmail}',
   summary: 'Remove a participant',
   description:
-    "Removes the participant, its rewards and its counts from the program in one transaction: the campaign's `participantCount`, `loyaltyActionCount` and `winnerCount` follow, the account's quota is freed, and its loyalty actions still QUEUED are REJECTED (`reason: PARTICIPANT_DELETED`), and `PARTICIPANT_DELETED` is sent (ids and counts only). Deletion is an erasure: the person's email, names, notes, metadata and form answers are scrubbed from every stored event (and so from webhook messages still to send or replayed later), from what receivers answered to them, and from stored `Idempotency-Key` answers; ids and counts stay. A segment that contains `@` is an email; anything else is a participant id.",
+    "Removes the participant, its rewards and its counts from the program in one transaction: the campaign's `participantCount`, `loyaltyActionCount` and `winnerCount` follow, the account's quota is freed, and its loyalty actions still QUEUED are REJECTED (`reason: PARTICIPANT_DELETED`), and `PARTICIPANT_DELETED` is sent (ids and counts only). Deletion is an erasure: the person's email, names, notes, metadata and form answers are scrubbed from every stored event (and so from webhook messages sent or replayed later), from what receivers answered to them, and from stored `Idempotency-Key` answers; ids and counts stay. The deletion's transaction scrubs the newest 2,000 events; a longer history is erased after the answer, in the background, 2,000 events a batch: `Stampcard-Erasure` says `DONE` (nothing of the person is left) or `PENDING`, and `GET …/participant/{participantId}/erasure` shows the progress. A segment that contains `@` is an email; anything else is a participant id.",
   tags: ['Participants'],
   request: { params: participantParams },
-  responses: { ...okResponse('`{ success: true }`', ParticipantRemoved), ...errorResponses },
+  responses: {
+    200: {
+      description: '`{ success: true }`',
+      headers: z.object({
+        [ERASURE_HEADER]: z.enum(['DONE', 'PENDING']).openapi({
+          description:
+            '`DONE`: the person is erased everywhere already; `PENDING`: the rest of a long history is being erased in the background',
+        }),
+      }),
+      content: { 'application/json': { schema: ParticipantRemoved } },
+    },
+    ...errorResponses,
+  },
 });
 
 export const registerDeleteParticipant = (app: App) =>
@@ -21,17 +37,16 @@ export const registerDeleteParticipant = (app: App) =>
     const ctx = c.get('ctx');
     const { id, idOrEmail } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-    // Erasing a long history takes several bounded statements: the time they take is added to the budget (the
-    // request is making progress, not waiting on a stalled store), so no participant is too old to delete.
-    const extend = c.get('extendDeadline');
-    // The first batch runs on the request's own budget; each later one gets the time it took.
-    let since: number | undefined;
-    const onErasureBatch = () => {
-      const now = performance.now();
-      if (since !== undefined) extend?.(now - since);
-      since = now;
-    };
-    const { eventIds, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail, { onErasureBatch });
+    // One bounded transaction whatever the history: the rest of a long one is erased by the worker.
+    const { eventIds, erasure, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail);
+    c.header(ERASURE_HEADER, erasure.status);
     await committed(c, eventIds, () => c.json(removed, 200));
+    if (erasure.next) {
+      const deps = c.get('deps');
+      // Committed with its `erasures` row: if this enqueue fails, the worker's relay resumes the erasure.
+      await enqueueErasureSteps(deps.queues, [erasure.next]).catch((err) =>
+        deps.logger.warn({ err, participantId: erasure.next?.participantId }, 'erasure left to the relay'),
+      );
+    }
     return c.json(removed, 200);
   });

@@ -11,7 +11,9 @@ const stack = useTestStack({
   dispatcher: true,
   sweep: true,
   retrySchedule: '50',
-  webhookTimeoutMs: 3000,
+  // Long enough that the hanging endpoint's first attempts are still open when a busy machine has delivered
+  // the healthy endpoints' 24 messages.
+  webhookTimeoutMs: 10_000,
   endpointConcurrency: 2,
 });
 
@@ -38,7 +40,7 @@ describe('fairness and throttling', () => {
     });
     for (let i = 0; i < 12; i++) await Promise.all([w.act(), other.act()]);
     // Every delivery to the healthy endpoints lands before the hanging one's first attempt even times out
-    // (3 s): none of its attempts is recorded yet.
+    // (10 s): none of its attempts is recorded yet.
     await healthy.waitFor(12);
     await elsewhere.waitFor(12);
     const held = await messagesOf(stack, stuck.id, '?limit=100');

@@ -1,3 +1,6 @@
+import { type SQL, type SQLWrapper, type Subquery, sql } from 'drizzle-orm';
+import type { Ctx } from './context';
+
 /**
  * The bytes one list page may take on the wire: a page stops adding items before its JSON would pass this, so a
  * page is at most this size, or one item alone when that item is larger (a page always carries at least one,
@@ -81,4 +84,52 @@ export function itemsWithinBudget<T>(items: readonly T[], budget: number = PAGE_
     if (bytes > budget) return Math.max(i, 1);
   }
   return items.length;
+}
+
+/**
+ * The read side of the page budget: which rows of a page's window its statement loads. `window` is the list's
+ * next `limit` + 1 rows from the cursor, as a subquery selecting each row's `id`, the columns `order` and
+ * `size` use, and nothing large is sent from it (a subquery's columns stay in PostgreSQL). Its rows are
+ * numbered in page order (`ord`), each knows the id of the row after it in the window (`next`), and a row is
+ * kept (`within`) when it is one of the first `limit` and the sizes of the rows before it add up to less than
+ * `budget`: the rows of a page within the budget, the first that passes it (which `itemsWithinBudget` may
+ * still carry, and always does when it is the first), and nothing after. The page's statement joins its
+ * table to these by id, `where(within)`, ordered by `ord`, so one request for 100 items at their field limits
+ * loads about the budget and one item into the API process, where before it loaded all 101 (170 MB of events,
+ * past the API's 160 MB heap). PostgreSQL still reads the window's rows to size them, as it sent them before.
+ *
+ * @param size - an upper bound of what a row loads, in bytes (`octet_length` of its large columns as text).
+ * @param budget - @defaultValue `PAGE_BUDGET_BYTES`
+ */
+export function pageWithinBudget(
+  ctx: Ctx,
+  window: Subquery & { id: SQLWrapper },
+  o: { order: SQL; size: SQL; limit: number; budget?: number },
+) {
+  const byPage = sql`order by ${o.order}`;
+  const rows = ctx.db
+    .select({
+      id: sql<string>`${window.id}`.as('kept_id'),
+      ord: sql<number>`row_number() over (${byPage})`.as('ord'),
+      next: sql<string | null>`lead(${window.id}) over (${byPage})`.as('next'),
+      before:
+        sql<number>`coalesce(sum(${o.size}) over (${byPage} rows between unbounded preceding and 1 preceding), 0)`.as(
+          'before',
+        ),
+    })
+    .from(window)
+    .as('kept');
+  const within = sql`${rows.ord} <= ${o.limit} and ${rows.before} < ${o.budget ?? PAGE_BUDGET_BYTES}`;
+  return { rows, within };
+}
+
+/**
+ * The id of the first item a page left out, which starts the next page (null when the list ends there): the
+ * row after the `shown` ones the page carried, or, when it carried every row it loaded, the `next` of the last.
+ */
+export function firstLeftOut(
+  rows: readonly { id: string; next: string | null }[],
+  shown: number,
+): string | null {
+  return shown < rows.length ? rows[shown]!.id : (rows.at(-1)?.next ?? null);
 }

@@ -2,7 +2,7 @@ import { erasures, events } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
 import { notFound } from '../errors';
-import { itemsWithinBudget } from '../paging';
+import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../paging';
 import { shownData } from '../rules/erasure';
 import { runningErasureOfEvent } from './participants/erase';
 
@@ -53,6 +53,19 @@ export async function listCampaignEvents(
     if (!cursor) throw notFound(`Event ${page.after} in campaign ${campaignId}`);
     from = sql`(${events.txId}, ${events.seq}) > (${cursor.txId}::xid8, ${cursor.seq})`;
   }
+  // The window is sized in PostgreSQL; only the events the page may carry are loaded (`pageWithinBudget`).
+  const window = ctx.db
+    .select({ id: events.id, txId: events.txId, seq: events.seq, data: events.data })
+    .from(events)
+    .where(and(eq(events.campaignId, campaignId), from, sql`${events.txId} < ${FEED_HORIZON}`))
+    .orderBy(asc(events.txId), asc(events.seq))
+    .limit(page.limit + 1)
+    .as('window');
+  const kept = pageWithinBudget(ctx, window, {
+    order: sql`${window.txId}, ${window.seq}`,
+    size: sql`octet_length(${window.data}::text)`,
+    limit: page.limit,
+  });
   const rows = await ctx.db
     .select({
       id: events.id,
@@ -60,13 +73,14 @@ export async function listCampaignEvents(
       createdAt: events.createdAt,
       data: events.data,
       erasing: erasures.participantId,
+      next: kept.rows.next,
     })
-    .from(events)
+    .from(kept.rows)
+    .innerJoin(events, eq(events.id, kept.rows.id))
     .leftJoin(erasures, runningErasureOfEvent)
-    .where(and(eq(events.campaignId, campaignId), from, sql`${events.txId} < ${FEED_HORIZON}`))
-    .orderBy(asc(events.txId), asc(events.seq))
-    .limit(page.limit + 1);
-  const items = rows.slice(0, page.limit).map((e) => ({
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
+  const items = rows.map((e) => ({
     id: e.id,
     type: e.type,
     timestamp: e.createdAt.getTime(),
@@ -75,7 +89,7 @@ export async function listCampaignEvents(
   const shown = items.slice(0, itemsWithinBudget(items));
   return {
     events: shown,
-    more: rows.length > shown.length,
+    more: firstLeftOut(rows, shown.length) !== null,
     nextAfter: shown.at(-1)?.id ?? null,
   };
 }

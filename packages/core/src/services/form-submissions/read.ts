@@ -2,7 +2,7 @@ import { formSubmissions, participants } from '@stampcard/db';
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { notFound } from '../../errors';
-import { itemsWithinBudget } from '../../paging';
+import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../../paging';
 import { type FormSubmissionRow, serializeFormSubmission } from '../../serialize';
 import type { FormSubmissionView } from '../../views';
 
@@ -47,18 +47,41 @@ export async function listFormSubmissions(
     from = sql`(${formSubmissions.createdAt}, ${byteWiseId}) >= (
       select created_at, id collate "C" from ${formSubmissions} where id = ${cursor.id})`;
   }
-  const rows = await withEmail(ctx)
+  // The window is sized in PostgreSQL; only the submissions the page may carry are loaded (`pageWithinBudget`).
+  const window = ctx.db
+    .select({
+      id: formSubmissions.id,
+      createdAt: formSubmissions.createdAt,
+      formData: formSubmissions.formData,
+    })
+    .from(formSubmissions)
     .where(and(filtered(campaignId, page), from))
     .orderBy(asc(formSubmissions.createdAt), asc(byteWiseId))
-    .limit(page.limit + 1);
-  const items = rows.slice(0, page.limit).map((r) => serializeFormSubmission(r.submission, r.email));
+    .limit(page.limit + 1)
+    .as('window');
+  const kept = pageWithinBudget(ctx, window, {
+    order: sql`${window.createdAt}, ${window.id} collate "C"`,
+    size: sql`octet_length(${window.formData}::text)`,
+    limit: page.limit,
+  });
+  const rows = await ctx.db
+    .select({ submission: formSubmissions, email: participants.email, next: kept.rows.next })
+    .from(kept.rows)
+    .innerJoin(formSubmissions, eq(formSubmissions.id, kept.rows.id))
+    .innerJoin(participants, eq(participants.id, formSubmissions.participantId))
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
+  const items = rows.map((r) => serializeFormSubmission(r.submission, r.email));
   const shown = itemsWithinBudget(items);
-  const more = rows.length > shown;
+  const nextId = firstLeftOut(
+    rows.map((r) => ({ id: r.submission.id, next: r.next })),
+    shown,
+  );
   return {
     formSubmissions: items.slice(0, shown),
     limit: page.limit,
-    nextId: more ? rows[shown]!.submission.id : null,
-    more,
+    nextId,
+    more: nextId !== null,
   };
 }
 

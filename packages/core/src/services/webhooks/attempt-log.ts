@@ -1,5 +1,5 @@
 import { webhookAttempts, webhookMessages } from '@stampcard/db';
-import { asc, getTableColumns, inArray, lte, or, sql } from 'drizzle-orm';
+import { asc, getTableColumns, inArray, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ATTEMPT_LOG_KEEP } from '../../rules/delivery';
 import type { AttemptRow } from './views';
@@ -46,6 +46,20 @@ export async function attemptsOf(ctx: Ctx, ids: string[]): Promise<Map<string, A
   }
   return logs;
 }
+
+/** What an attempt loads besides its answer's excerpt and error class: ids, time, codes, flags (about 150 bytes). */
+const ATTEMPT_ROW_BYTES = 200;
+
+/**
+ * An upper bound of the bytes a message's attempt log loads (`attemptsOf`), for sizing a page of messages before
+ * loading any (`pageWithinBudget`): every row its log holds, read through the (message, time, id) index. A log
+ * keeps its first and last `ATTEMPT_LOG_KEEP` (20 rows); a longer one, recorded before logs were bounded, only
+ * counts larger here than what `attemptsOf` shows of it.
+ */
+export const attemptLogBytes = (messageId: SQLWrapper): SQL => sql`(
+  select coalesce(sum(${ATTEMPT_ROW_BYTES} + coalesce(octet_length(${webhookAttempts.responseExcerpt}), 0)
+    + coalesce(octet_length(${webhookAttempts.errorClass}), 0)), 0)
+  from ${webhookAttempts} where ${webhookAttempts.messageId} = ${messageId})`;
 
 /** One attempt as `recordAttempt` writes it. */
 export type AttemptInsert = {

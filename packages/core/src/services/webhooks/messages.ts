@@ -2,8 +2,8 @@ import { type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcar
 import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
-import { itemsWithinBudget } from '../../paging';
-import { attemptsOf } from './attempt-log';
+import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../../paging';
+import { attemptLogBytes, attemptsOf } from './attempt-log';
 import { type MessageRow, serializeMessage } from './views';
 
 export type MessageFilter = {
@@ -52,22 +52,43 @@ export async function listMessages(
       and(eq(webhookMessages.createdAt, from.createdAt), lt(webhookMessages.id, from.id)),
     );
   }
-  const rows = await ctx.db
-    .select()
+  // The window is sized in PostgreSQL, a message with its attempt log, so that only the messages the page may
+  // carry are loaded, and their attempts alone (`pageWithinBudget`).
+  const window = ctx.db
+    .select({
+      id: webhookMessages.id,
+      createdAt: webhookMessages.createdAt,
+      testBody: webhookMessages.testBody,
+    })
     .from(webhookMessages)
     .where(and(eq(webhookMessages.endpointId, endpointId), cursor, ...conditions(filter)))
     .orderBy(desc(webhookMessages.createdAt), desc(webhookMessages.id))
-    .limit(filter.limit + 1);
-  const page = rows.slice(0, filter.limit);
+    .limit(filter.limit + 1)
+    .as('window');
+  const kept = pageWithinBudget(ctx, window, {
+    order: sql`${window.createdAt} desc, ${window.id} desc`,
+    size: sql`coalesce(octet_length(${window.testBody}::text), 0) + ${attemptLogBytes(window.id)}`,
+    limit: filter.limit,
+  });
+  const rows = await ctx.db
+    .select({ message: webhookMessages, next: kept.rows.next })
+    .from(kept.rows)
+    .innerJoin(webhookMessages, eq(webhookMessages.id, kept.rows.id))
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
   const attempts = await attemptsOf(
     ctx,
-    page.map((m) => m.id),
+    rows.map((r) => r.message.id),
   );
-  const items = page.map((m) => serializeMessage(m, attempts.get(m.id)!));
+  const items = rows.map((r) => serializeMessage(r.message, attempts.get(r.message.id)!));
   const shown = items.slice(0, itemsWithinBudget(items));
   return {
     messages: shown,
-    more: rows.length > shown.length,
+    more:
+      firstLeftOut(
+        rows.map((r) => ({ id: r.message.id, next: r.next })),
+        shown.length,
+      ) !== null,
     nextAfter: shown.at(-1)?.id ?? null,
   };
 }

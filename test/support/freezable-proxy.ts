@@ -6,6 +6,8 @@ export type FreezableProxy = {
   freeze(): void;
   /** Everything held back passes again. */
   thaw(): void;
+  /** The bytes the server has sent through the proxy so far (what its clients read from it). */
+  fromServer(): number;
   close(): Promise<void>;
 };
 
@@ -15,6 +17,7 @@ export type FreezableProxy = {
  */
 export async function freezableProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<FreezableProxy> {
   let frozen = false;
+  let fromServer = 0;
   const held: [net.Socket, Buffer][] = [];
   const sockets = new Set<net.Socket>();
   const forward = (from: net.Socket, to: net.Socket) =>
@@ -35,6 +38,9 @@ export async function freezableProxy(targetPort: number, targetHost = '127.0.0.1
     }
     forward(client, upstream);
     forward(upstream, client);
+    upstream.on('data', (chunk: Buffer) => {
+      fromServer += chunk.length;
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -46,6 +52,7 @@ export async function freezableProxy(targetPort: number, targetHost = '127.0.0.1
       frozen = false;
       for (const [to, chunk] of held.splice(0)) if (!to.destroyed) to.write(chunk);
     },
+    fromServer: () => fromServer,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

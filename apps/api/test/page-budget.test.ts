@@ -1,16 +1,42 @@
 import { MAX_FORM_FIELDS, MAX_FORM_VALUE_LENGTH, PAGE_BUDGET_BYTES } from '@stampcard/core';
 import { sql } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, eventually, overHttp, type Reply } from '../../../test/support/client';
+import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
 import { useReceivers } from '../../../test/support/receiver';
-import { OPERATOR_TOKEN } from '../../../test/support/stack';
-import { useTestStack } from '../../../test/support/use';
+import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../../../test/support/stack';
 import { registerEndpoint } from '../../../test/support/webhooks';
 
-// Over real HTTP: the sizes measured are the bytes a caller receives.
-const stack = useTestStack({ http: true });
+// Over real HTTP: the sizes measured are the bytes a caller receives. The API's pool reaches PostgreSQL through
+// a TCP proxy that counts the bytes PostgreSQL sends: what a page loads into the API process.
+let db: TestDb | undefined;
+let proxy: FreezableProxy | undefined;
+let stack: TestStack;
+beforeAll(async () => {
+  db = await createTestDb();
+  const url = new URL(db.url);
+  proxy = await freezableProxy(Number(url.port || 5432), url.hostname);
+  url.port = String(proxy.port);
+  stack = await createTestStack({ ...db, url: url.toString() }, { http: true });
+});
+afterAll(async () => {
+  await stack?.close();
+  await proxy?.close();
+  await db?.drop();
+});
 const receiver = useReceivers();
+
+/** The bytes PostgreSQL sent the API while `request` ran, and what it answered. */
+async function loaded<T>(request: () => Promise<T>): Promise<{ reply: T; bytes: number }> {
+  const before = proxy!.fromServer();
+  const reply = await request();
+  return { reply, bytes: proxy!.fromServer() - before };
+}
+
+/** Room for what a request reads besides its page's items: its API key, campaign, cursor, and row framing. */
+const READ_MARGIN = 64 * 1024;
 
 /** JSON writes a control character as six bytes (`\u0001`): the widest a string of n characters gets. */
 const wide = (n: number) => '\u0001'.repeat(n);
@@ -165,5 +191,87 @@ describe('a list page stays within the byte budget whatever its items hold', () 
     expect(firstPage.body.messages[0].attemptLog.length).toBeGreaterThan(0);
     expectEveryOnce(seen, ids);
     expect(pages).toBeGreaterThan(1);
+  });
+});
+
+/** The feed shows an event once every older transaction in the cluster has ended. */
+const feedCaughtUp = () =>
+  eventually(
+    () =>
+      stack.ctx.db.execute<{ n: number }>(
+        sql`select count(*)::int as n from events where tx_id >= pg_snapshot_xmin(pg_current_snapshot())`,
+      ),
+    (rows) => rows[0]!.n === 0,
+  );
+
+describe('a page loads from PostgreSQL at most its budget and one item, whatever a list holds', () => {
+  it('the events feed: 100 events at their limits, a page of 100 loads one of them, not 100 (150 MB)', async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(overHttp(stack.baseUrl!), w.key);
+    const data = { formSubmission: { formData: AT_LIMIT } };
+    const one = Buffer.byteLength(JSON.stringify(data));
+    await stack.ctx.db.execute(sql`
+      insert into events (id, campaign_id, type, data, created_at, dispatched_at)
+      select 'evt_read' || ${w.campaign.id.slice(-8)} || lpad(g::text, 4, '0'), ${w.campaign.id},
+        'PARTICIPANT_SUBMITTED_REWARD_FORM', ${JSON.stringify(data)}::jsonb, now(), now()
+      from generate_series(1, 100) as g`);
+    await feedCaughtUp();
+    const { reply, bytes } = await loaded(() => api.get(`/v1/campaign/${w.campaign.id}/events?limit=100`));
+    expect(reply.status).toBe(200);
+    expect(reply.body.events).toHaveLength(1);
+    expect(reply.body.more).toBe(true);
+    expect(bytes).toBeGreaterThan(one);
+    expect(bytes).toBeLessThan(PAGE_BUDGET_BYTES + one + READ_MARGIN);
+  });
+
+  it('form submissions: 100 at their limits, a page of 100 loads one of them, not 100 (150 MB)', async () => {
+    const w = await makeWorld(stack.ctx);
+    const api = client(overHttp(stack.baseUrl!), w.key);
+    const added = await api.post(`/v1/campaign/${w.campaign.id}/participant`, { email: uniqueEmail('read') });
+    expect(added.status).toBe(200);
+    const one = Buffer.byteLength(JSON.stringify(AT_LIMIT));
+    await stack.ctx.db.execute(sql`
+      insert into form_submissions (id, campaign_id, participant_id, reward_id, status, form_data, created_at)
+      select 'fsub_read' || ${w.campaign.id.slice(-8)} || lpad(g::text, 4, '0'), ${w.campaign.id}, ${added.body.id},
+        ${w.reward.id}, 'REVIEWED', ${JSON.stringify(AT_LIMIT)}::jsonb,
+        now() - interval '1 hour' + g * interval '1 millisecond'
+      from generate_series(1, 100) as g`);
+    const { reply, bytes } = await loaded(() =>
+      api.get(`/v1/campaign/${w.campaign.id}/form-submissions?limit=100`),
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.body.formSubmissions).toHaveLength(1);
+    expect(reply.body.more).toBe(true);
+    expect(bytes).toBeGreaterThan(one);
+    expect(bytes).toBeLessThan(PAGE_BUDGET_BYTES + one + READ_MARGIN);
+  });
+
+  it('webhook messages: 100 with full attempt logs of 4 KiB answers, a page of 100 loads about 1 MiB of them, not 8 MB', async () => {
+    const w = await makeWorld(stack.ctx);
+    const rx = await receiver();
+    const endpoint = await registerEndpoint(stack, w.campaign.id, { url: rx.url });
+    const op = client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
+    // Each log at its bound: its first and last 10 attempts, each with 4,096 characters of answer.
+    const prefix = `msg_read${endpoint.id.slice(-8)}`;
+    await stack.ctx.db.execute(sql`
+      insert into webhook_messages (id, endpoint_id, campaign_id, event_type, status, attempts, next_attempt_at,
+        last_status_code, last_error, created_at, updated_at)
+      select ${prefix} || lpad(g::text, 4, '0'), ${endpoint.id}, ${w.campaign.id}, 'CAMPAIGN_ENDED', 'FAILED', 20,
+        now(), 500, 'HTTP 500', now() - interval '1 hour' + g * interval '1 millisecond', now()
+      from generate_series(1, 100) as g`);
+    await stack.ctx.db.execute(sql`
+      insert into webhook_attempts (id, message_id, endpoint_id, attempted_at, status_code, latency_ms,
+        response_excerpt, error_class, succeeded)
+      select m.id || '_a' || a, m.id, ${endpoint.id}, now() - interval '1 hour' + a * interval '1 second', 500, 10,
+        ${wide(4096)}, 'HTTP_STATUS', false
+      from webhook_messages m, generate_series(1, 20) as a where m.endpoint_id = ${endpoint.id}`);
+    const one = 20 * (4096 + 200) + 1024;
+    const { reply, bytes } = await loaded(() =>
+      op.get(`/admin/v1/webhook-endpoints/${endpoint.id}/messages?limit=100`),
+    );
+    expect(reply.status).toBe(200);
+    expect(reply.body.messages.length).toBeGreaterThan(0);
+    expect(reply.body.more).toBe(true);
+    expect(bytes).toBeLessThan(PAGE_BUDGET_BYTES + one + READ_MARGIN);
   });
 });

@@ -88,17 +88,18 @@ export function itemsWithinBudget<T>(items: readonly T[], budget: number = PAGE_
 
 /**
  * The read side of the page budget: which rows of a page's window its statement loads. `window` is the list's
- * next `limit` + 1 rows from the cursor, as a subquery selecting each row's `id`, the columns `order` and
- * `size` use, and nothing large is sent from it (a subquery's columns stay in PostgreSQL). Its rows are
- * numbered in page order (`ord`), each knows the id of the row after it in the window (`next`), and a row is
- * kept (`within`) when it is one of the first `limit` and the sizes of the rows before it add up to less than
- * `budget`: the rows of a page within the budget, the first that passes it (which `itemsWithinBudget` may
- * still carry, and always does when it is the first), and nothing after. The page's statement joins its
- * table to these by id, `where(within)`, ordered by `ord`, so one request for 100 items at their field limits
- * loads about the budget and one item into the API process, where before it loaded all 101 (170 MB of events,
- * past the API's 160 MB heap). PostgreSQL still reads the window's rows to size them, as it sent them before.
+ * next `limit` + 1 rows from the cursor, in page order, as a subquery selecting each row's `id` and the columns
+ * `order` and `size` read (its large columns stay in PostgreSQL: only what the outer statement selects is sent).
+ * Its rows are numbered in page order (`ord`), each knows the id of the row after it in the window (`next`),
+ * and a row is kept (`within`) when it is one of the first `limit` and the sizes of the rows before it add up
+ * to less than `budget`: the rows within the budget, the first that passes it (which `itemsWithinBudget` may
+ * still carry, and always does when it is the first), and nothing after. The page's statement joins its table
+ * to these by id (a primary-key look-up a row), `where(within)`, ordered by `ord`: one request for 100 items at
+ * their field limits loads about the budget and one item into the API process, where it loaded all 101 before
+ * (150 MB of events, nearly the API's 160 MB heap). PostgreSQL still reads the window's rows to size them, as
+ * it converted them to send them before. `firstLeftOut` then says where the next page starts.
  *
- * @param size - an upper bound of what a row loads, in bytes (`octet_length` of its large columns as text).
+ * @param size - what a row loads, in bytes, or more (`octet_length` of its large columns as text).
  * @param budget - @defaultValue `PAGE_BUDGET_BYTES`
  */
 export function pageWithinBudget(
@@ -109,12 +110,12 @@ export function pageWithinBudget(
   const byPage = sql`order by ${o.order}`;
   const rows = ctx.db
     .select({
-      id: sql<string>`${window.id}`.as('kept_id'),
-      ord: sql<number>`row_number() over (${byPage})`.as('ord'),
-      next: sql<string | null>`lead(${window.id}) over (${byPage})`.as('next'),
+      id: sql<string>`${window.id}`.as('page_id'),
+      ord: sql<number>`row_number() over (${byPage})`.as('page_ord'),
+      next: sql<string | null>`lead(${window.id}) over (${byPage})`.as('page_next'),
       before:
         sql<number>`coalesce(sum(${o.size}) over (${byPage} rows between unbounded preceding and 1 preceding), 0)`.as(
-          'before',
+          'page_before',
         ),
     })
     .from(window)

@@ -61,7 +61,7 @@ export async function listCampaignEvents(
     .orderBy(asc(events.txId), asc(events.seq))
     .limit(page.limit + 1)
     .as('window');
-  const kept = pageWithinBudget(ctx, window, {
+  const kept = pageWithinBudget(window, {
     order: sql`${window.txId}, ${window.seq}`,
     size: sql`octet_length(${window.data}::text)`,
     limit: page.limit,
@@ -73,13 +73,12 @@ export async function listCampaignEvents(
       createdAt: events.createdAt,
       data: events.data,
       erasing: erasures.participantId,
-      next: kept.rows.next,
+      next: kept.next,
     })
-    .from(kept.rows)
-    .innerJoin(events, eq(events.id, kept.rows.id))
+    .from(kept.from)
+    .innerJoin(events, eq(events.id, kept.id))
     .leftJoin(erasures, runningErasureOfEvent)
-    .where(kept.within)
-    .orderBy(asc(kept.rows.ord));
+    .orderBy(asc(kept.ord));
   const items = rows.map((e) => ({
     id: e.id,
     type: e.type,

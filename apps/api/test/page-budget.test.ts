@@ -205,15 +205,14 @@ const feedCaughtUp = () =>
   );
 
 describe('a page loads from PostgreSQL at most its budget and one item, whatever a list holds', () => {
-  it('the events feed: 100 events at their limits, a page of 100 loads one of them, not 100 (150 MB), and the walk sees each once', async () => {
+  it('the events feed: 100 events at their limits, a page of 100 loads one of them, not 100 (150 MB)', async () => {
     const w = await makeWorld(stack.ctx);
     const api = client(overHttp(stack.baseUrl!), w.key);
     const data = { formSubmission: { formData: AT_LIMIT } };
     const one = Buffer.byteLength(JSON.stringify(data));
-    const prefix = `evt_read${w.campaign.id.slice(-8)}`;
     await stack.ctx.db.execute(sql`
       insert into events (id, campaign_id, type, data, created_at, dispatched_at)
-      select ${prefix} || lpad(g::text, 4, '0'), ${w.campaign.id},
+      select 'evt_read' || ${w.campaign.id.slice(-8)} || lpad(g::text, 4, '0'), ${w.campaign.id},
         'PARTICIPANT_SUBMITTED_REWARD_FORM', ${JSON.stringify(data)}::jsonb, now(), now()
       from generate_series(1, 100) as g`);
     await feedCaughtUp();
@@ -223,33 +222,17 @@ describe('a page loads from PostgreSQL at most its budget and one item, whatever
     expect(reply.body.more).toBe(true);
     expect(bytes).toBeGreaterThan(one);
     expect(bytes).toBeLessThan(PAGE_BUDGET_BYTES + one + READ_MARGIN);
-    // Every page is one event, and the walk sees each once, in the feed's order (the insert's).
-    const base = `/v1/campaign/${w.campaign.id}/events?limit=100`;
-    const { ids: seen, pages } = await walk(
-      api,
-      base,
-      'events',
-      (b) => `${base}&after=${b.nextAfter}`,
-      one + 1024,
-    );
-    expectEveryOnce(
-      seen,
-      Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(4, '0')}`),
-    );
-    expect(pages).toBe(100);
-    // 100 pages of 1.5 MB each over HTTP: 10 s on a quiet machine.
-  }, 90_000);
+  });
 
-  it('form submissions: 100 at their limits, a page of 100 loads one of them, not 100 (150 MB), and the walk sees each once', async () => {
+  it('form submissions: 100 at their limits, a page of 100 loads one of them, not 100 (150 MB)', async () => {
     const w = await makeWorld(stack.ctx);
     const api = client(overHttp(stack.baseUrl!), w.key);
     const added = await api.post(`/v1/campaign/${w.campaign.id}/participant`, { email: uniqueEmail('read') });
     expect(added.status).toBe(200);
     const one = Buffer.byteLength(JSON.stringify(AT_LIMIT));
-    const prefix = `fsub_read${w.campaign.id.slice(-8)}`;
     await stack.ctx.db.execute(sql`
       insert into form_submissions (id, campaign_id, participant_id, reward_id, status, form_data, created_at)
-      select ${prefix} || lpad(g::text, 4, '0'), ${w.campaign.id}, ${added.body.id},
+      select 'fsub_read' || ${w.campaign.id.slice(-8)} || lpad(g::text, 4, '0'), ${w.campaign.id}, ${added.body.id},
         ${w.reward.id}, 'REVIEWED', ${JSON.stringify(AT_LIMIT)}::jsonb,
         now() - interval '1 hour' + g * interval '1 millisecond'
       from generate_series(1, 100) as g`);
@@ -261,21 +244,7 @@ describe('a page loads from PostgreSQL at most its budget and one item, whatever
     expect(reply.body.more).toBe(true);
     expect(bytes).toBeGreaterThan(one);
     expect(bytes).toBeLessThan(PAGE_BUDGET_BYTES + one + READ_MARGIN);
-    const base = `/v1/campaign/${w.campaign.id}/form-submissions?limit=100`;
-    const { ids: seen, pages } = await walk(
-      api,
-      base,
-      'formSubmissions',
-      (b) => `${base}&nextId=${b.nextId}`,
-      one + 1024,
-    );
-    expectEveryOnce(
-      seen,
-      Array.from({ length: 100 }, (_, i) => `${prefix}${String(i + 1).padStart(4, '0')}`),
-    );
-    expect(pages).toBe(100);
-    // 100 pages of 1.5 MB each over HTTP: 10 s on a quiet machine.
-  }, 90_000);
+  });
 
   it('webhook messages: 100 with full attempt logs of 4 KiB answers, a page of 100 loads about 1 MiB of them, not 8 MB', async () => {
     const w = await makeWorld(stack.ctx);

@@ -1,4 +1,5 @@
 import { type SQL, type SQLWrapper, type Subquery, sql } from 'drizzle-orm';
+import type { Ctx } from './context';
 
 /**
  * The bytes one list page may take on the wire: a page stops adding items before its JSON would pass this, so a
@@ -87,49 +88,40 @@ export function itemsWithinBudget<T>(items: readonly T[], budget: number = PAGE_
 
 /**
  * The read side of the page budget: which rows of a page's window its statement loads. `window` is the list's
- * next `limit` + 1 rows from the cursor, in page order, as a subquery named `window` selecting each row's `id`
- * and the columns `order` and `size` read (its large columns stay in PostgreSQL: only what the outer statement
- * selects is sent). The rows are numbered in page order (`ord`), each with the id of the row after it in the
- * window (`next`), and walked in that order, one at a time, adding up their sizes: a row is kept while it is
- * one of the first `limit` and the rows before it add up to less than `budget`. So the page loads the rows
- * within the budget, the first that passes it (which `itemsWithinBudget` may still carry, and always does when
- * it is the first), and nothing after; and PostgreSQL sizes only those, so a page's work there is bounded the
- * same way (a window function would size all `limit` + 1 rows: 150 MB of JSON to write out for 100 events at
- * their limits, on every page). The page's statement joins its table to the kept rows by id (a primary-key
- * look-up a row) and orders them by `ord`: one request for 100 items at their field limits loads about the
- * budget and one item into the API process, where it loaded all 101 before (150 MB of events, nearly the
- * API's 160 MB heap). `firstLeftOut` then says where the next page starts.
+ * next `limit` + 1 rows from the cursor, in page order, as a subquery selecting each row's `id` and the columns
+ * `order` and `size` read (its large columns stay in PostgreSQL: only what the outer statement selects is sent).
+ * Its rows are numbered in page order (`ord`), each knows the id of the row after it in the window (`next`),
+ * and a row is kept (`within`) when it is one of the first `limit` and the sizes of the rows before it add up
+ * to less than `budget`: the rows within the budget, the first that passes it (which `itemsWithinBudget` may
+ * still carry, and always does when it is the first), and nothing after. The page's statement joins its table
+ * to these by id (a primary-key look-up a row), `where(within)`, ordered by `ord`: one request for 100 items at
+ * their field limits loads about the budget and one item into the API process, where it loaded all 101 before
+ * (150 MB of events, nearly the API's 160 MB heap). PostgreSQL still reads the window's rows to size them, as
+ * it converted them to send them before. `firstLeftOut` then says where the next page starts.
  *
- * @param size - what a row loads, in bytes, or more (`octet_length` of its large columns as text), written
- *   over the window's columns.
+ * @param size - what a row loads, in bytes, or more (`octet_length` of its large columns as text).
  * @param budget - @defaultValue `PAGE_BUDGET_BYTES`
  */
 export function pageWithinBudget(
-  window: Subquery<'window'> & { id: SQLWrapper },
+  ctx: Ctx,
+  window: Subquery & { id: SQLWrapper },
   o: { order: SQL; size: SQL; limit: number; budget?: number },
 ) {
   const byPage = sql`order by ${o.order}`;
-  // `numbered` is read once per row walked, under the window's own name, so that `size` means the same there.
-  // A CTE read twice is materialized: its large columns are kept as stored (TOAST pointers), not written out.
-  const from = sql`(
-    with recursive numbered as (
-      select "window".*, row_number() over (${byPage}) as page_ord, lead(${window.id}) over (${byPage}) as page_next
-      from ${window}
-    ), walked as (
-      select "window".page_ord, "window".id as page_id, "window".page_next, (${o.size})::bigint as page_total
-      from numbered "window" where "window".page_ord = 1
-      union all
-      select "window".page_ord, "window".id, "window".page_next, walked.page_total + (${o.size})::bigint
-      from walked join numbered "window" on "window".page_ord = walked.page_ord + 1
-      where walked.page_total < ${o.budget ?? PAGE_BUDGET_BYTES} and "window".page_ord <= ${o.limit}
-    )
-    select page_id, page_ord, page_next from walked) "kept"`;
-  return {
-    from,
-    id: sql<string>`"kept".page_id`,
-    ord: sql<number>`"kept".page_ord`,
-    next: sql<string | null>`"kept".page_next`,
-  };
+  const rows = ctx.db
+    .select({
+      id: sql<string>`${window.id}`.as('page_id'),
+      ord: sql<number>`row_number() over (${byPage})`.as('page_ord'),
+      next: sql<string | null>`lead(${window.id}) over (${byPage})`.as('page_next'),
+      before:
+        sql<number>`coalesce(sum(${o.size}) over (${byPage} rows between unbounded preceding and 1 preceding), 0)`.as(
+          'page_before',
+        ),
+    })
+    .from(window)
+    .as('kept');
+  const within = sql`${rows.ord} <= ${o.limit} and ${rows.before} < ${o.budget ?? PAGE_BUDGET_BYTES}`;
+  return { rows, within };
 }
 
 /**

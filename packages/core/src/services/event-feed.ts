@@ -61,7 +61,7 @@ export async function listCampaignEvents(
     .orderBy(asc(events.txId), asc(events.seq))
     .limit(page.limit + 1)
     .as('window');
-  const kept = pageWithinBudget(window, {
+  const kept = pageWithinBudget(ctx, window, {
     order: sql`${window.txId}, ${window.seq}`,
     size: sql`octet_length(${window.data}::text)`,
     limit: page.limit,
@@ -73,12 +73,13 @@ export async function listCampaignEvents(
       createdAt: events.createdAt,
       data: events.data,
       erasing: erasures.participantId,
-      next: kept.next,
+      next: kept.rows.next,
     })
-    .from(kept.from)
-    .innerJoin(events, eq(events.id, kept.id))
+    .from(kept.rows)
+    .innerJoin(events, eq(events.id, kept.rows.id))
     .leftJoin(erasures, runningErasureOfEvent)
-    .orderBy(asc(kept.ord));
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
   const items = rows.map((e) => ({
     id: e.id,
     type: e.type,

@@ -59,17 +59,18 @@ export async function listFormSubmissions(
     .orderBy(asc(formSubmissions.createdAt), asc(byteWiseId))
     .limit(page.limit + 1)
     .as('window');
-  const kept = pageWithinBudget(window, {
+  const kept = pageWithinBudget(ctx, window, {
     order: sql`${window.createdAt}, ${window.id} collate "C"`,
     size: sql`octet_length(${window.formData}::text)`,
     limit: page.limit,
   });
   const rows = await ctx.db
-    .select({ submission: formSubmissions, email: participants.email, next: kept.next })
-    .from(kept.from)
-    .innerJoin(formSubmissions, eq(formSubmissions.id, kept.id))
+    .select({ submission: formSubmissions, email: participants.email, next: kept.rows.next })
+    .from(kept.rows)
+    .innerJoin(formSubmissions, eq(formSubmissions.id, kept.rows.id))
     .innerJoin(participants, eq(participants.id, formSubmissions.participantId))
-    .orderBy(asc(kept.ord));
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
   const items = rows.map((r) => serializeFormSubmission(r.submission, r.email));
   const shown = itemsWithinBudget(items);
   const nextId = firstLeftOut(

@@ -65,16 +65,17 @@ export async function listMessages(
     .orderBy(desc(webhookMessages.createdAt), desc(webhookMessages.id))
     .limit(filter.limit + 1)
     .as('window');
-  const kept = pageWithinBudget(window, {
+  const kept = pageWithinBudget(ctx, window, {
     order: sql`${window.createdAt} desc, ${window.id} desc`,
     size: sql`coalesce(octet_length(${window.testBody}::text), 0) + ${attemptLogBytes(window.id)}`,
     limit: filter.limit,
   });
   const rows = await ctx.db
-    .select({ message: webhookMessages, next: kept.next })
-    .from(kept.from)
-    .innerJoin(webhookMessages, eq(webhookMessages.id, kept.id))
-    .orderBy(asc(kept.ord));
+    .select({ message: webhookMessages, next: kept.rows.next })
+    .from(kept.rows)
+    .innerJoin(webhookMessages, eq(webhookMessages.id, kept.rows.id))
+    .where(kept.within)
+    .orderBy(asc(kept.rows.ord));
   const attempts = await attemptsOf(
     ctx,
     rows.map((r) => r.message.id),

@@ -207,4 +207,26 @@ describe('an endpoint that keeps throttling', () => {
     expect(listed).toMatchObject({ id, attemptCount: total, attemptsOmitted: total - 2 * ATTEMPT_LOG_KEEP });
     expect(listed.attemptLog).toEqual(m.attemptLog);
   });
+
+  it('keeps the log bounded on the plain success path too: a message delivered and replayed 25 times', async () => {
+    const rx = await receiver();
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, { url: rx.url, eventTypes: ['CAMPAIGN_ENDED'] });
+    const op = operator(stack);
+    const id = (await op.post(`/admin/v1/webhook-endpoints/${ep.id}/test`)).body.messageId as string;
+    const total = 2 * ATTEMPT_LOG_KEEP + 5;
+    for (let n = 1; n <= total; n++) {
+      if (n > 1) expect((await op.post(`/admin/v1/webhook-messages/${id}/replay`)).status).toBe(200);
+      await eventually(
+        () => getMessage(id),
+        (x) => x.status === 'SUCCEEDED' && x.attemptCount === n,
+      );
+    }
+    expect(rx.received).toHaveLength(total);
+    expect(await attemptRows(id)).toHaveLength(2 * ATTEMPT_LOG_KEEP);
+    expect(await getMessage(id)).toMatchObject({
+      attemptCount: total,
+      attemptsOmitted: total - 2 * ATTEMPT_LOG_KEEP,
+    });
+  });
 });

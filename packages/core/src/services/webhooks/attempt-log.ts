@@ -80,21 +80,32 @@ export type AttemptInsert = {
  * `ATTEMPT_LOG_KEEP` and the last (this one among them) are deleted, and counted on the message. Read through
  * the (message, time, id) index; a log within the bound loses nothing and its message is not touched.
  */
+/**
+ * Deletes, from the logs of the messages `messageIds` selects, the attempts that one more attempt pushes out:
+ * past the first `ATTEMPT_LOG_KEEP`, and not among the last `ATTEMPT_LOG_KEEP - 1` (the new one is the last).
+ * Returns each deleted row's `message_id`, for the count on its message. Read through the (message, time, id)
+ * index; a log within the bound loses nothing. A data-modifying CTE: it sees the log as it was before the
+ * statement that also inserts the new attempt.
+ */
+export const pruneBeforeAttempt = (messageIds: SQL): SQL => sql`
+  delete from ${webhookAttempts} d using (
+    select id,
+      row_number() over (partition by message_id order by attempted_at, id) as from_start,
+      row_number() over (partition by message_id order by attempted_at desc, id desc) as from_end
+    from ${webhookAttempts} where message_id in (${messageIds})
+  ) r
+  where d.id = r.id and r.from_start > ${ATTEMPT_LOG_KEEP} and r.from_end >= ${ATTEMPT_LOG_KEEP}
+  returning d.message_id`;
+
+/**
+ * Records an attempt and keeps its message's log bounded, in one statement: the rows between the first
+ * `ATTEMPT_LOG_KEEP` and the last (this one among them) are deleted, and counted on the message
+ * (`pruneBeforeAttempt`); a log within the bound loses nothing and its message is not touched.
+ */
 export async function insertAttempt(ctx: Ctx, attempt: AttemptInsert): Promise<void> {
   const a = attempt;
-  // The delete sees the log as it was before this statement: the new attempt is the newest, so of the
-  // older ones the last ATTEMPT_LOG_KEEP - 1 stay.
   await ctx.db.execute(sql`
-    with pruned as (
-      delete from ${webhookAttempts} d using (
-        select id,
-          row_number() over (order by attempted_at, id) as from_start,
-          row_number() over (order by attempted_at desc, id desc) as from_end
-        from ${webhookAttempts} where message_id = ${a.messageId}
-      ) r
-      where d.id = r.id and r.from_start > ${ATTEMPT_LOG_KEEP} and r.from_end >= ${ATTEMPT_LOG_KEEP}
-      returning 1
-    ), counted as (
+    with pruned as (${pruneBeforeAttempt(sql`${a.messageId}`)}), counted as (
       update ${webhookMessages} set attempts_pruned = attempts_pruned + (select count(*) from pruned)
       where id = ${a.messageId} and exists (select 1 from pruned)
     )

@@ -14,7 +14,7 @@ import { shownData } from '../../rules/erasure';
 import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
 import { runningErasureOfEvent } from '../participants/erase';
-import { insertAttempt } from './attempt-log';
+import { insertAttempt, pruneBeforeAttempt } from './attempt-log';
 import type { EndpointRow, MessageRow } from './views';
 
 /** Everything one delivery needs, read in one statement. */
@@ -160,16 +160,10 @@ export async function recordAttempt(
   };
   const fulfils =
     endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
-  // A plain success is written apart, in one statement with the others finishing at once. The rest is the
-  // transaction's: fulfilling, ending the endpoint's run of failures or throttles, and keeping bounded the log
-  // of a message that was attempted before (the plain statement appends without pruning; a message never
-  // attempted has nothing to prune).
-  const plain =
-    !fulfils &&
-    !endpoint.failingSince &&
-    !endpoint.throttledSince &&
-    message.lastStatusCode === null &&
-    message.lastError === null;
+  // A plain success is written apart, in one statement with the others finishing at once (its log kept
+  // bounded there too). The rest is the transaction's: fulfilling, and ending the endpoint's run of failures
+  // or throttles.
+  const plain = !fulfils && !endpoint.failingSince && !endpoint.throttledSince;
   if (verdict.kind === 'SUCCEEDED' && plain) {
     await writeSuccess({
       id: attempt.id,
@@ -323,8 +317,8 @@ export type Success = {
 };
 
 /**
- * Plain successes, however many, in one statement: each attempt recorded and its message marked SUCCEEDED
- * (if it is still that generation's PENDING message). Atomic without a transaction's extra round trips, with
+ * Plain successes, however many, in one statement: each attempt recorded, its message's log kept bounded
+ * (`pruneBeforeAttempt`), and its message marked SUCCEEDED (if it is still that generation's PENDING message). Atomic without a transaction's extra round trips, with
  * one statement text whatever the number (each column is one array parameter).
  */
 export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<void> {
@@ -339,6 +333,16 @@ export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promi
         ${col((x) => String(x.statusCode))}::text[]::int[], ${col((x) => String(x.latencyMs))}::text[]::int[],
         ${col((x) => x.responseExcerpt)}::text[])
         as t(id, message_id, generation, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt)
+    ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`)}),
+    live as (
+      select i.message_id from input i join ${webhookMessages} x
+        on x.id = i.message_id and x.generation = i.generation and x.status = 'PENDING'
+    ), counted as (
+      -- A message that is no longer this PENDING one (replayed, discarded meanwhile) is not updated below:
+      -- its pruned rows are counted here, so that no row of one statement is updated twice.
+      update ${webhookMessages} x set attempts_pruned = x.attempts_pruned + p.n
+      from (select message_id, count(*) as n from pruned group by message_id) p
+      where x.id = p.message_id and p.message_id not in (select message_id from live)
     ), attempt as (
       insert into ${webhookAttempts}
         (id, message_id, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt, error_class,
@@ -347,6 +351,7 @@ export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promi
       from input where exists (select 1 from ${webhookMessages} x where x.id = input.message_id)
     )
     update ${webhookMessages} m set status = 'SUCCEEDED', attempts = m.attempts + 1,
+      attempts_pruned = m.attempts_pruned + (select count(*) from pruned p where p.message_id = m.id),
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, updated_at = i.attempted_at
     from input i
     where m.id = i.message_id and m.generation = i.generation and m.status = 'PENDING'`);

@@ -87,6 +87,8 @@ export function supervise(opts: SupervisorOptions): Supervisor {
     settleStarted = resolve;
   });
   let restarts = 0;
+  // Logged once: from then on a role that dies is restarted (before it, its death stops npm start).
+  let allRunning = false;
 
   const launch = (slot: Slot) => {
     slot.timer = null;
@@ -99,7 +101,11 @@ export function supervise(opts: SupervisorOptions): Supervisor {
       if (restarted) logger.info({ role: slot.role, pid: child.pid }, `${slot.role} restarted and running`);
       slot.everReady = true;
       opts.onReady?.(msg, restarts);
-      if (slots.every((s) => s.everReady)) settleStarted(null);
+      if (!allRunning && slots.every((s) => s.everReady)) {
+        allRunning = true;
+        logger.info({ roles: opts.roles }, 'every role running');
+        settleStarted(null);
+      }
     });
     child.on('exit', (code, signal) => {
       if (slot.child === child) slot.child = null;

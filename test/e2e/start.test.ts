@@ -201,6 +201,8 @@ describe('no role stays dead', () => {
       await waitFor(run, /Stampcard API listening/, STARTUP_MS);
       await waitFor(run, /worker and relay running/, STARTUP_MS);
       await waitFor(run, /webhook dispatcher and sweep running/, STARTUP_MS);
+      // The supervisor's own word: a role that dies before it has run once stops npm start instead.
+      await waitFor(run, /"msg":"every role running"/, STARTUP_MS);
       const http = (path: string, init: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
 
       process.kill(latestPid(run, 'api'), 'SIGKILL');

@@ -34,6 +34,15 @@ async function expectRefused(...args: Parameters<typeof refused>) {
 type FeedEvent = { id: string; type: string; timestamp: number; data: Record<string, unknown> };
 
 /** The campaign's outbox rows, oldest first, in the feed's shape. */
+/** The campaign's feed comes to show exactly the events `ids`, in order. */
+async function expectFeedShows(api: ReturnType<typeof client>, campaignId: string, ids: string[]) {
+  const page = await eventually(
+    async () => (await api.get(`/v1/campaign/${campaignId}/events`)).body,
+    (p) => p.events.length === ids.length,
+  );
+  expect(page.events.map((e: any) => e.id)).toEqual(ids);
+}
+
 async function stored(campaignId: string): Promise<FeedEvent[]> {
   const rows = await stack.ctx.db
     .select()
@@ -306,11 +315,7 @@ describe('the event feed and long transactions', () => {
     try {
       const ids = await campaignEvents(w.campaign.id, 2);
       // Before, the feed stopped at the oldest transaction of the whole cluster: this one, until it ended.
-      const page = await eventually(
-        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
-        (p) => p.events.length === 2,
-      );
-      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+      await expectFeedShows(api, w.campaign.id, ids);
     } finally {
       await held.end();
       await other.drop();
@@ -358,11 +363,7 @@ describe('the event feed and long transactions', () => {
       await conn`begin`;
       await conn`select pg_current_xact_id()`;
       const ids = await campaignEvents(w.campaign.id, 2);
-      const page = await eventually(
-        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
-        (p) => p.events.length === 2,
-      );
-      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+      await expectFeedShows(api, w.campaign.id, ids);
       // It was ended by the server, not by the test.
       const [gone] = await stack.ctx.db.execute<{ n: number }>(
         sql`select count(*)::int as n from pg_stat_activity where pid = ${pid}`,
@@ -379,11 +380,7 @@ describe('the event feed and long transactions', () => {
     const held = await heldWriter(stack.dbUrl, { readOnly: true });
     try {
       const ids = await campaignEvents(w.campaign.id, 2);
-      const page = await eventually(
-        async () => (await api.get(`/v1/campaign/${w.campaign.id}/events`)).body,
-        (p) => p.events.length === 2,
-      );
-      expect(page.events.map((e: any) => e.id)).toEqual(ids);
+      await expectFeedShows(api, w.campaign.id, ids);
     } finally {
       await held.end();
     }

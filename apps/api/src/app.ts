@@ -1,6 +1,14 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { clip, createAcceptBatcher, microBatch, type TriggerPorts, validationError } from '@stampcard/core';
-import { enqueueActions } from '@stampcard/jobs';
+import {
+  type AfterCommit,
+  type Created,
+  clip,
+  createAcceptBatcher,
+  microBatch,
+  type TriggerOptions,
+  validationError,
+} from '@stampcard/core';
+import { enqueueCommitted } from '@stampcard/jobs';
 import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
@@ -23,27 +31,30 @@ export const MAX_BODY_BYTES = BODY_LIMITS.maxBytes;
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
-  // Group commit: concurrent triggers share one ledger insert and one addBulk to the queue.
+  // Group commit: concurrent triggers share one ledger insert, and what concurrent requests commit shares one
+  // addBulk per queue (the after-commit hand-off of every write, see `Ctx.afterCommit`).
   const accepts = createAcceptBatcher(deps.db);
-  const enqueues = microBatch<string, void>({
-    run: async (ids) => {
-      await enqueueActions(deps.queues, ids);
-      return ids.map(() => undefined);
+  const enqueue = enqueueCommitted(deps.queues, deps.logger);
+  const handOffs = microBatch<Created, void>({
+    run: async (list) => {
+      await enqueue({
+        eventIds: list.flatMap((c) => c.eventIds),
+        actionIds: list.flatMap((c) => c.actionIds),
+      });
+      return list.map(() => undefined);
     },
   });
-  const triggerPorts: TriggerPorts = {
+  const afterCommit: AfterCommit = (created) => handOffs.submit(created);
+  const trigger: TriggerOptions = {
     accept: accepts.accept,
-    queue: { enqueue: async (ids) => void (await Promise.all(ids.map((id) => enqueues.submit(id)))) },
-    onEnqueueError: (err, actionId) =>
-      deps.logger.warn({ err, actionId }, 'enqueue failed; the relay will queue the action'),
     maxWaitMs: deps.maxWaitMs,
     applied: deps.applied,
   };
 
   app.use('*', async (c, next) => {
     c.set('deps', deps);
-    c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache });
-    c.set('triggerPorts', triggerPorts);
+    c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache, afterCommit });
+    c.set('trigger', trigger);
     await next();
   });
   app.use('*', requestLog);

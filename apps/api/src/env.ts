@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from '@stampcard/config';
-import type { AppliedSignal, Clock, Ctx, LookupCache, Principal, TriggerPorts } from '@stampcard/core';
+import type { AppliedSignal, Clock, Ctx, LookupCache, Principal, TriggerOptions } from '@stampcard/core';
 import type { Database } from '@stampcard/db';
 import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
@@ -80,8 +80,8 @@ export type AppEnv = {
   Variables: {
     deps: Deps;
     ctx: Ctx;
-    /** How triggers record and queue actions: batched across concurrent requests (see `createApp`). */
-    triggerPorts: TriggerPorts;
+    /** How triggers record their actions: batched across concurrent requests (see `createApp`). */
+    trigger: TriggerOptions;
     requestId: string;
     principal: Principal;
     accountId?: string;

@@ -1,6 +1,6 @@
 import type { Logger } from '@stampcard/config';
 import { type Ctx, DEFAULT_BACKLOG_BATCH } from '@stampcard/core';
-import { type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import { enqueueCommitted, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createDeliveryBatching } from './batching';
@@ -16,6 +16,11 @@ export { createSender, MAX_ANSWER_BYTES } from './http';
 export { createEndpointGate } from './throttle';
 
 export type DispatcherOptions = {
+  /**
+   * What the dispatcher's writes run with. Its `afterCommit` fans out at once the events its attempts record
+   * (an endpoint disabled, a reward fulfilled).
+   * @defaultValue `afterCommit`: `enqueueCommitted` on `queues`
+   */
   ctx: Ctx;
   connection: Redis;
   queues: Queues;
@@ -116,7 +121,11 @@ export type StampcardDispatcher = {
  * The dispatcher process: fans committed events out to their endpoints and delivers each message, signed,
  * throttled, retried and recorded, with the sweep that makes sure nothing is left behind.
  */
-export function startDispatcher(opts: DispatcherOptions): StampcardDispatcher {
+export function startDispatcher(options: DispatcherOptions): StampcardDispatcher {
+  const opts = {
+    ...options,
+    ctx: { afterCommit: enqueueCommitted(options.queues, options.logger), ...options.ctx },
+  };
   const sender = createSender({
     timeoutMs: opts.timeoutMs ?? 15_000,
     allowPrivateNetworks: opts.allowPrivateNetworks ?? false,

@@ -1,6 +1,12 @@
 import type { Logger } from '@stampcard/config';
-import { applyActionBatch, type Ctx } from '@stampcard/core';
-import { appliedChannel, enqueue, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import { applyActions, type Ctx } from '@stampcard/core';
+import {
+  appliedChannel,
+  enqueueCommitted,
+  type Processors,
+  type Queues,
+  startConsumers,
+} from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ActionBatcher } from './batcher';
@@ -18,6 +24,11 @@ export { runErasure } from './processors/run-erasure';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
+  /**
+   * What the worker's writes run with. Its `afterCommit` hands the events of each committed batch to the
+   * dispatcher.
+   * @defaultValue `afterCommit`: `enqueueCommitted` on `queues`
+   */
   ctx: Ctx;
   connection: Redis;
   queues: Queues;
@@ -81,19 +92,17 @@ export type StampcardWorker = {
   close(): Promise<void>;
 };
 
-export function startWorker(opts: WorkerOptions): StampcardWorker {
+export function startWorker(options: WorkerOptions): StampcardWorker {
+  // Every committed write hands its events on (the batch's, an erasure's): see `Ctx.afterCommit`.
+  const opts = {
+    ...options,
+    ctx: { afterCommit: enqueueCommitted(options.queues, options.logger), ...options.ctx },
+  };
   const concurrency = opts.concurrency ?? 256;
   const batcher = new ActionBatcher({
     apply: async (ids) => {
-      const { applied, eventIds } = await applyActionBatch(opts.ctx, ids);
-      // Committed: hand the batch's events to the dispatcher now. If this fails, its sweep finds them.
-      await enqueue(
-        opts.queues,
-        'webhook-events.fan-out',
-        eventIds.length ? [{ payload: { eventIds } }] : [],
-      ).catch((err) =>
-        opts.logger.warn({ err, events: eventIds.length }, 'events left to the dispatcher sweep'),
-      );
+      // Once the batch committed, its events went to the dispatcher (the ctx's `afterCommit`).
+      const applied = await applyActions(opts.ctx, ids);
       // Wake the `?wait=true` requests of this batch (they read the ledger again at least every second anyway).
       if (applied.length > 0) {
         await opts.connection

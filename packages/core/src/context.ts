@@ -25,13 +25,65 @@ export type CommitState = {
 };
 
 /**
+ * What a committed write created that another process carries on: outbox events for the dispatcher to fan
+ * out, and QUEUED loyalty actions for the worker to apply.
+ */
+export type Created = { eventIds: string[]; actionIds: string[] };
+
+/**
+ * The after-commit hand-off: told, once per committed write that created any, the ids of its events and
+ * QUEUED actions, never before its COMMIT succeeded and never for a write rolled back or failed. The service
+ * queues their jobs here; a failure is the port's own to report (the rows are committed, and the worker's
+ * relay and the dispatcher's sweep pick up what was not queued), so it never reaches the writer.
+ */
+export type AfterCommit = (created: Created) => Promise<void>;
+
+/**
  * What every domain operation runs with. `db` is the pool or, inside a unit of work, its transaction.
  * `signal`, when given, is aborted once the caller stopped waiting (a request past its deadline): from then
  * on the operation writes nothing. `commit`, when given, is told when a write is sent and how it ended
  * (see `CommitState`). `cache`, when given, serves the per-request look-ups (API key, campaign) and is told
- * of every change to what it holds.
+ * of every change to what it holds. `afterCommit`, when given, is handed what each committed write created
+ * (see `AfterCommit`); writers register it with `handOff`. `uncommitted` is set by `unitOfWork` and
+ * `commitWrite` only: what their writes created so far, handed on once they commit.
  */
-export type Ctx = { db: Tx; clock: Clock; signal?: AbortSignal; commit?: CommitState; cache?: LookupCache };
+export type Ctx = {
+  db: Tx;
+  clock: Clock;
+  signal?: AbortSignal;
+  commit?: CommitState;
+  cache?: LookupCache;
+  afterCommit?: AfterCommit;
+  uncommitted?: Created;
+};
+
+const nothingCreated = (): Created => ({ eventIds: [], actionIds: [] });
+
+/** Hands what a committed write created to the port, if it created anything; the port's failure stays there. */
+async function handOver(ctx: Ctx, created: Created): Promise<void> {
+  if (!ctx.afterCommit || (created.eventIds.length === 0 && created.actionIds.length === 0)) return;
+  try {
+    await ctx.afterCommit(created);
+  } catch {
+    // The port reports its own failures (see `AfterCommit`): the write has committed, whatever happens here.
+  }
+}
+
+/**
+ * Registers what a write created for the after-commit hand-off; whatever records an event or a QUEUED action
+ * calls it, so no caller has to remember. Inside a unit of work (or `commitWrite`) it is kept until the COMMIT
+ * and handed on only if that succeeds. Outside one, the write has committed already (a statement on its own,
+ * a group commit's shared insert): it is handed on now. A transaction not opened by `unitOfWork` has no
+ * `uncommitted`, and what it registers would be handed on before its COMMIT: open transactions with it.
+ */
+export async function handOff(ctx: Ctx, created: Partial<Created>): Promise<void> {
+  const eventIds = created.eventIds ?? [];
+  const actionIds = created.actionIds ?? [];
+  const into = ctx.uncommitted;
+  if (!into) return handOver(ctx, { eventIds: [...eventIds], actionIds: [...actionIds] });
+  into.eventIds.push(...eventIds);
+  into.actionIds.push(...actionIds);
+}
 
 /**
  * Throws UNAVAILABLE once the caller's deadline has passed. Called before each write, so a statement that
@@ -118,26 +170,34 @@ export function settleCommit(
 
 /**
  * A write that commits on its own (outside a unit of work): sent only while the caller still waits
- * (`assertLive`), and tracked on `ctx.commit` until it answers. Inside a unit of work (`ctx.commit` unset
- * there) it is only checked: the unit's COMMIT is what lands. `subject` names the write for a 503 that
+ * (`assertLive`), tracked on `ctx.commit` (when given) until it answers, and once it committed, what it
+ * registered (`handOff`, on the ctx `write` is given) is handed to `ctx.afterCommit`. Inside a unit of work
+ * it is only checked: the unit's COMMIT is what lands, and hands on. `subject` names the write for a 503 that
  * cannot tell whether it landed.
  */
 export async function commitWrite<T>(
   ctx: Ctx,
-  write: () => PromiseLike<T>,
+  write: (ctx: Ctx) => PromiseLike<T>,
   subject?: Record<string, unknown>,
 ): Promise<T> {
   assertLive(ctx);
+  if (ctx.uncommitted) return write(ctx);
+  const created = nothingCreated();
+  const own: Ctx = { ...ctx, uncommitted: created };
   const commit = ctx.commit;
-  if (!commit) return write();
-  markSent(commit, subject);
   let result: T;
-  try {
-    result = await write();
-  } catch (error) {
-    throw settleCommit(commit, { error }, subject);
+  if (!commit) {
+    result = await write(own);
+  } else {
+    markSent(commit, subject);
+    try {
+      result = await write(own);
+    } catch (error) {
+      throw settleCommit(commit, { error }, subject);
+    }
+    settleCommit(commit, true);
   }
-  settleCommit(commit, true);
+  await handOver(ctx, created);
   return result;
 }
 
@@ -146,7 +206,9 @@ export async function commitWrite<T>(
  * before COMMIT (a late result rolls back instead). Once that last check passes, COMMIT goes out in the same
  * turn of the event loop (postgres.js sends it as soon as this callback resolves, with no timer between), so
  * `ctx.commit` is marked sent there: a deadline that passes from then on waits for the outcome. The
- * statements inside see no `commit`: only this COMMIT can land them.
+ * statements inside see no `commit`: only this COMMIT can land them. What they register (`handOff`) is
+ * handed to `ctx.afterCommit` once, after the COMMIT succeeded, before this returns; a rollback or an error
+ * hands on nothing. Nested in another unit (a savepoint), what it registered joins the outer unit's.
  */
 export async function unitOfWork<T>(
   ctx: Ctx,
@@ -155,11 +217,12 @@ export async function unitOfWork<T>(
 ): Promise<T> {
   assertLive(ctx);
   const commit = ctx.commit;
+  const created = nothingCreated();
   let committing = false;
   let result: T;
   try {
     result = await ctx.db.transaction(async (db) => {
-      const inner = await fn({ ...ctx, db, commit: undefined });
+      const inner = await fn({ ...ctx, db, commit: undefined, uncommitted: created });
       assertLive(ctx);
       committing = commit !== undefined;
       markSent(commit, subject);
@@ -170,5 +233,6 @@ export async function unitOfWork<T>(
     throw error;
   }
   if (committing) settleCommit(commit, true);
+  await handOff(ctx, created);
   return result;
 }

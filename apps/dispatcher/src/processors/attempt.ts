@@ -1,6 +1,6 @@
 import type { Logger } from '@stampcard/config';
 import { type Ctx, type Delivery, type DeliveryPolicy, judgeAttempt, recordAttempt } from '@stampcard/core';
-import { enqueue, type Queues } from '@stampcard/jobs';
+import type { Queues } from '@stampcard/jobs';
 import { signatureHeaders } from '@stampcard/webhooks';
 import type { DeliveryBatching } from '../batching';
 import type { Sender } from '../http';
@@ -91,11 +91,6 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
       { ...deps.policy, random: Math.random() },
       batching.writeSuccess,
     );
-    if (outcome.eventIds.length > 0) {
-      await enqueue(deps.queues, 'webhook-events.fan-out', [
-        { payload: { eventIds: outcome.eventIds } },
-      ]).catch((err) => deps.logger.warn({ err }, 'events left to the dispatcher sweep'));
-    }
     if (outcome.pauseMs !== undefined) await gate.pause(endpoint.id, outcome.pauseMs);
     if (outcome.next === 'RETRY') return { later: outcome.at.getTime() - ctx.clock.now().getTime() };
     if (outcome.next === 'HELD') {

@@ -1,6 +1,6 @@
 import { events } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
-import type { Ctx } from '../context';
+import { type Ctx, handOff } from '../context';
 import type { NewEvent } from '../event-schemas';
 import { newId } from '../ids';
 
@@ -22,8 +22,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export type { NewEvent };
 
 /**
- * Writes events to the outbox. Call it inside the transaction of the change that causes them. Answers their
- * ids, which the caller may hand to the dispatcher once the transaction has committed.
+ * Writes events to the outbox. Call it inside the unit of work of the change that causes them: once that
+ * commits, they are handed to the dispatcher (`handOff`). Answers their ids.
  */
 export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]> {
   if (list.length === 0) return [];
@@ -42,5 +42,7 @@ export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]
     from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
       as (id text, campaign_id text, type text, data jsonb)) with ordinality as e(id, campaign_id, type, data, ord)
     order by e.ord`);
-  return rows.map((r) => r.id);
+  const ids = rows.map((r) => r.id);
+  await handOff(ctx, { eventIds: ids });
+  return ids;
 }

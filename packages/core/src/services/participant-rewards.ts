@@ -58,8 +58,8 @@ export async function listParticipantRewards(
   };
 }
 
-/** What a change to a reward answers: the reward as it now stands, and the events to hand to the dispatcher. */
-export type ParticipantRewardChange = { participantReward: ParticipantRewardView; eventIds: string[] };
+/** What a change to a reward answers: the reward as it now stands. */
+export type ParticipantRewardChange = { participantReward: ParticipantRewardView };
 
 /**
  * Marks an approved, unfulfilled reward FULFILLED and records `PARTICIPANT_REWARD_FULFILLED`, inside the
@@ -157,7 +157,7 @@ export async function approveParticipantReward(
     const [reward] = await db.select().from(rewards).where(eq(rewards.id, approved.rewardId));
     const [current] = await db.select().from(campaigns).where(eq(campaigns.id, campaign.id));
     if (!participant || !reward || !current) throw stateChanged(participantRewardId);
-    const eventIds = await recordEvents(tx, [
+    await recordEvents(tx, [
       {
         campaignId: campaign.id,
         type: 'PARTICIPANT_REACHED_A_GOAL',
@@ -173,7 +173,6 @@ export async function approveParticipantReward(
       const fulfilled = await fulfilParticipantReward(tx, approved.id, now);
       if (!fulfilled) throw stateChanged(participantRewardId);
       shown = fulfilled.participantReward;
-      eventIds.push(...fulfilled.eventIds);
     }
     // The campaign row is shared by every writer of the campaign: its counter moves last, before commit.
     if (participant.approvedRewardCount === 1) {
@@ -182,7 +181,7 @@ export async function approveParticipantReward(
         .set({ winnerCount: sql`${campaigns.winnerCount} + 1` })
         .where(eq(campaigns.id, campaign.id));
     }
-    return { participantReward: serializeParticipantReward(shown), eventIds };
+    return { participantReward: serializeParticipantReward(shown) };
   });
 }
 
@@ -206,17 +205,14 @@ export async function fulfilCampaignReward(
           : `Reward ${participantRewardId} is not approved yet: approve it first (approve with fulfill does both)`,
       );
     }
-    return {
-      participantReward: serializeParticipantReward(fulfilled.participantReward),
-      eventIds: fulfilled.eventIds,
-    };
+    return { participantReward: serializeParticipantReward(fulfilled.participantReward) };
   });
 }
 
 /**
  * Removes an earned reward that is not approved yet (it no longer counts against the reward's limits), takes
  * it off its participant's `rewardCount`, and records `PARTICIPANT_REWARD_DELETED` (ids only), whose id is
- * answered in `eventIds` for the caller to hand to the dispatcher once this has committed. An approved one
+ * handed to the dispatcher once this has committed (`ctx.afterCommit`). An approved one
  * stays: 400 INVALID_STATE. The participant's row is locked before the reward's, the order approval takes them
  * in, so that the two never wait on each other. The participant stays too, so nothing of the person is erased
  * here: erasure is deleting the participant (`deleteParticipant`).
@@ -225,7 +221,7 @@ export async function removeParticipantReward(
   ctx: Ctx,
   campaign: CampaignRow,
   participantRewardId: string,
-): Promise<{ success: true; eventIds: string[] }> {
+): Promise<{ success: true }> {
   return unitOfWork(ctx, async (tx) => {
     const found = await campaignReward(tx, campaign.id, participantRewardId);
     await tx.db
@@ -257,7 +253,7 @@ export async function removeParticipantReward(
       .update(participants)
       .set({ rewardCount: sql`${participants.rewardCount} - 1` })
       .where(eq(participants.id, removed.participantId));
-    const eventIds = await recordEvents(tx, [
+    await recordEvents(tx, [
       {
         campaignId: campaign.id,
         type: 'PARTICIPANT_REWARD_DELETED',
@@ -269,7 +265,7 @@ export async function removeParticipantReward(
         },
       },
     ]);
-    return { success: true as const, eventIds };
+    return { success: true as const };
   });
 }
 

@@ -1,6 +1,6 @@
 import type { Tx } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
-import { assertLive, type Ctx } from '../../context';
+import { assertLive, type Ctx, handOff } from '../../context';
 import { invalidState } from '../../errors';
 import { newId } from '../../ids';
 import { microBatch } from '../../micro-batch';
@@ -92,6 +92,8 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
         subject: { actionId: item.id },
       });
       if (participantId === null) return acceptLoyaltyAction(ctx, campaign, input);
+      // The shared insert committed this row: hand it to the worker, as any committed write does.
+      await handOff(ctx, { actionIds: [item.id] });
       return {
         action: {
           id: item.id,

@@ -4,13 +4,13 @@ import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { DomainError, invalidState, notFound } from '../../errors';
 import { newId } from '../../ids';
 import type { CampaignRow } from '../../serialize';
+import { recordQueuedActions } from '../ledger';
 import {
   blockAfterRefusal,
   ensureParticipant,
   type NewParticipantInput,
   participantMatches,
 } from '../participants';
-import { queuedActionRow } from './ledger';
 
 export type AcceptActionInput = {
   rewardId: string;
@@ -34,7 +34,8 @@ export type Accepted = {
 
 /**
  * The API's half of a loyalty action: every check that must answer now, then the action is written to the
- * ledger as QUEUED (with a new participant, if one is created) in one transaction. The caller enqueues it.
+ * ledger as QUEUED (with a new participant, if one is created) in one transaction, handed to the worker once
+ * it committed (`handOff`).
  */
 export async function acceptLoyaltyAction(
   ctx: Ctx,
@@ -64,24 +65,19 @@ export async function acceptLoyaltyAction(
 
   // Named before it is written: a 503 that cannot tell whether the write landed says which action to look up.
   const subject = { actionId: newId('action') };
-  const newAction = (participantId: string) =>
-    queuedActionRow(ctx, {
-      id: subject.actionId,
-      campaignId: campaign.id,
-      participantId,
-      rewardId: input.rewardId,
-      metadata: input.metadata,
-      requestHash: input.requestHash,
-    });
+  const newAction = (participantId: string) => ({
+    id: subject.actionId,
+    campaignId: campaign.id,
+    participantId,
+    rewardId: input.rewardId,
+    metadata: input.metadata,
+    requestHash: input.requestHash,
+  });
   try {
     if (found.participant) {
       // The common case is a single statement: no transaction round trips.
       const row = newAction(found.participant.id);
-      const [action] = await commitWrite(
-        ctx,
-        () => ctx.db.insert(loyaltyActions).values(row).returning(),
-        subject,
-      );
+      const [action] = await commitWrite(ctx, (w) => recordQueuedActions(w, [row]), subject);
       return { action: queued(action!), participantCreated: false };
     }
     if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);
@@ -100,7 +96,7 @@ export async function acceptLoyaltyAction(
             { ...who.profile, email: who.email, metadata: input.metadata ?? null },
             'DIRECT',
           );
-          const [action] = await tx.db.insert(loyaltyActions).values(newAction(participant.id)).returning();
+          const [action] = await recordQueuedActions(tx, [newAction(participant.id)]);
           return { action: queued(action!), participantCreated: created };
         },
         subject,

@@ -1,7 +1,7 @@
 import { anyOf, campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
 import { and, asc, eq, inArray, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
-import type { Ctx } from '../../context';
+import { type Ctx, unitOfWork } from '../../context';
 import { countAction } from '../../rules/counters';
 import { boardsChangedByAction, bucketMoves } from '../../rules/leaderboard';
 import { goalCount, hasWinnersCap, reachesGoal } from '../../rules/unlock';
@@ -34,14 +34,14 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
   return (await applyActionBatch(ctx, actionIds)).applied;
 }
 
-/** `applyActions`, also answering the ids of the events the batch wrote (for the dispatcher, after commit). */
+/** `applyActions`, also answering the ids of the events the batch wrote (handed on after commit: `ctx.afterCommit`). */
 export async function applyActionBatch(
   ctx: Ctx,
   actionIds: string[],
 ): Promise<{ applied: AppliedAction[]; eventIds: string[] }> {
   if (actionIds.length === 0) return { applied: [], eventIds: [] };
-  return ctx.db.transaction(async (db) => {
-    const tx: Ctx = { ...ctx, db };
+  return unitOfWork(ctx, async (tx) => {
+    const { db } = tx;
     const now = ctx.clock.now();
     const month = monthKey(now);
     const claimed = await db

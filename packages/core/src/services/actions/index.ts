@@ -1,7 +1,6 @@
 export * from './accept';
 export * from './accept-batch';
 export * from './apply';
-export * from './ledger';
 export * from './read';
 export * from './stale';
 export * from './trigger';

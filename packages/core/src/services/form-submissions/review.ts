@@ -8,11 +8,11 @@ import {
   serializeFormSubmission,
   serializeParticipant,
 } from '../../serialize';
-import { type EnqueuePorts, enqueueAccepted, recordQueuedActions } from '../actions/ledger';
 import { recordEvents } from '../events';
+import { recordQueuedActions } from '../ledger';
 import type { FormSubmissionChange } from './submit';
 
-/** What a review did: the submission, the loyalty action an approval counted, and the events written. */
+/** What a review did: the submission, and the loyalty action an approval counted. */
 export type FormReview = FormSubmissionChange & { loyaltyActionId: string | null };
 
 /**
@@ -20,17 +20,16 @@ export type FormReview = FormSubmissionChange & { loyaltyActionId: string | null
  * 404). It becomes REVIEWED (`reviewedAt`); an approval also records a loyalty action for the submission's
  * reward, QUEUED in the same transaction, which the worker applies like a trigger's, so the unlock rule decides
  * whether a reward is earned. An approval needs the campaign IN_PROGRESS, as every loyalty action does; a
- * rejection does not. Records `REWARD_FORM_REVIEWED`; the action is enqueued once the review has committed
- * (`onRecorded` is told first, for the request's late answer), and the relay queues it if that fails.
+ * rejection does not. Records `REWARD_FORM_REVIEWED`; the event and the action are handed on once the review
+ * has committed (`ctx.afterCommit`), and the relay queues the action if that fails.
  */
 export async function reviewFormSubmission(
   ctx: Ctx,
-  ports: EnqueuePorts & { onRecorded?: (review: FormReview) => void },
   campaign: CampaignRow,
   submissionId: string,
   approve: boolean,
 ): Promise<FormReview> {
-  const review = await unitOfWork(ctx, async (tx) => {
+  return unitOfWork(ctx, async (tx) => {
     const [found] = await tx.db
       .select({ submission: formSubmissions, participant: participants })
       .from(formSubmissions)
@@ -63,7 +62,7 @@ export async function reviewFormSubmission(
         ])
       : [];
     const formSubmission = serializeFormSubmission(row!, found.participant.email);
-    const eventIds = await recordEvents(tx, [
+    await recordEvents(tx, [
       {
         campaignId: campaign.id,
         type: 'REWARD_FORM_REVIEWED',
@@ -76,9 +75,6 @@ export async function reviewFormSubmission(
         },
       },
     ]);
-    return { formSubmission, eventIds, loyaltyActionId: action?.id ?? null };
+    return { formSubmission, loyaltyActionId: action?.id ?? null };
   });
-  ports.onRecorded?.(review);
-  if (review.loyaltyActionId) await enqueueAccepted(ports, [review.loyaltyActionId]);
-  return review;
 }

@@ -16,8 +16,8 @@ import type { FormSubmissionView } from '../../views';
 import { recordEvents } from '../events';
 import { lockParticipant } from '../participants/lookup';
 
-/** A submission as it changed, and the events it wrote (for the dispatcher, once committed). */
-export type FormSubmissionChange = { formSubmission: FormSubmissionView; eventIds: string[] };
+/** A submission as it changed. */
+export type FormSubmissionChange = { formSubmission: FormSubmissionView };
 
 /**
  * A participant sends a reward's form (seed: ParticipantRewardFormSubmission). The campaign must be running
@@ -100,7 +100,7 @@ async function submitted(
   now: Date,
 ): Promise<FormSubmissionChange> {
   const formSubmission = serializeFormSubmission(row, participant.email);
-  const eventIds = await recordEvents(ctx, [
+  await recordEvents(ctx, [
     {
       campaignId: campaign.id,
       type: 'PARTICIPANT_SUBMITTED_REWARD_FORM',
@@ -111,5 +111,5 @@ async function submitted(
       },
     },
   ]);
-  return { formSubmission, eventIds };
+  return { formSubmission };
 }

@@ -2,7 +2,7 @@ import type { Metadata, PointsConversion } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { MAX_POINTS_CONVERSIONS, pointsActionMetadata } from '../../rules/points';
-import { recordQueuedActions } from '../actions/ledger';
+import { recordQueuedActions } from '../ledger';
 
 /** What a points conversion did: the metadata as it now stands and the loyalty actions it recorded. */
 export type PointsConverted = { metadata: Metadata; actionIds: string[] };
@@ -13,7 +13,7 @@ export type PointsConverted = { metadata: Metadata; actionIds: string[] };
  * times the threshold fits in the stored value, numeric arithmetic, at most `MAX_POINTS_CONVERSIONS`, and
  * subtracts that many thresholds (the rest stored as a double, like every increment); then as many loyalty
  * actions for the conversion's reward go to the ledger, QUEUED, as a trigger's do. They commit with the
- * increment or not at all, and the caller enqueues them after the commit. Answers null when the value no
+ * increment or not at all, and are handed to the worker after the commit. Answers null when the value no
  * longer reaches the threshold (nothing written).
  */
 export async function convertPoints(

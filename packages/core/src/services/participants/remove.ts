@@ -21,8 +21,8 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * the right-to-erasure path. The transaction writes the erasure's durable record and scrubs its first bounded
  * batch (`startErasure`: a short history entirely); a longer one goes on in the background, one short
  * transaction a batch: `erasure.next` is the step for the caller to enqueue once this has committed (the
- * worker's relay finds it anyway). `PARTICIPANT_DELETED` (ids and counts only) is recorded; its id is answered
- * in `eventIds`, for the caller to hand to the dispatcher once this has committed.
+ * worker's relay finds it anyway). `PARTICIPANT_DELETED` (ids and counts only) is recorded, and handed to the
+ * dispatcher once this has committed (`ctx.afterCommit`).
  *
  * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
  * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
@@ -36,7 +36,6 @@ export async function deleteParticipant(
   idOrEmail: string,
 ): Promise<{
   success: true;
-  eventIds: string[];
   /** `DONE`: nothing of the person is left; `PENDING`: `next` and the batches after it will erase the rest. */
   erasure: { status: 'DONE' | 'PENDING'; next: ErasureStep | null };
 }> {
@@ -92,7 +91,7 @@ export async function deleteParticipant(
         winnerCount: sql`${campaigns.winnerCount} - ${gone.approvedRewardCount > 0 ? 1 : 0}`,
       })
       .where(eq(campaigns.id, campaign.id));
-    const eventIds = await recordEvents(tx, [
+    await recordEvents(tx, [
       {
         campaignId: campaign.id,
         type: 'PARTICIPANT_DELETED',
@@ -108,7 +107,6 @@ export async function deleteParticipant(
     ]);
     return {
       success: true as const,
-      eventIds,
       erasure: { status: erased.next ? ('PENDING' as const) : ('DONE' as const), next: erased.next },
     };
   });

@@ -6,7 +6,6 @@ import type { EventData } from '../../event-schemas';
 import { emailKey } from '../../rules/fraud';
 import { dueConversion } from '../../rules/points';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
-import { type EnqueuePorts, enqueueAccepted } from '../actions/ledger';
 import { recordEvents } from '../events';
 import { lockParticipant, normaliseEmail, participantNotFound } from './lookup';
 import { convertPoints } from './points';
@@ -28,13 +27,8 @@ export type ParticipantPatch = {
 /** A participant update's outcome: the participant as stored, and the loyalty actions its points became. */
 export type ParticipantUpdated = {
   participant: ParticipantRow;
-  /** Ids of the loyalty actions a points conversion recorded (QUEUED, enqueued), oldest first; usually none. */
+  /** Ids of the loyalty actions a points conversion recorded (QUEUED, handed to the worker), oldest first; usually none. */
   loyaltyActionIds: string[];
-};
-
-export type UpdateParticipantPorts = EnqueuePorts & {
-  /** Told once the update has committed, before its actions are enqueued: what to answer if time runs out. */
-  onRecorded?: (updated: ParticipantUpdated) => void;
 };
 
 type Field = EventData<'PARTICIPANT_UPDATED'>['changed'][number];
@@ -121,13 +115,12 @@ function checkStoredMetadata(after: Metadata | null, increments: [string, number
  * refused before anything is written, the UPDATE computes the new metadata, the campaign's points conversion
  * runs when the increment made its key reach the threshold (`convertPoints`: value decremented, loyalty
  * actions recorded), a result past the metadata limits rolls it all back (400), and `PARTICIPANT_UPDATED`
- * (naming the fields whose value changed; none when nothing did) commits with it. After the commit the
- * conversion's actions are enqueued through `ports`, as a trigger's are. Answers the participant as stored
- * and the ids of those actions.
+ * (naming the fields whose value changed; none when nothing did) commits with it. Once it committed, the
+ * event and the conversion's actions are handed on (`ctx.afterCommit`), as every write's are. Answers the
+ * participant as stored and the ids of those actions.
  */
 export async function updateParticipant(
   ctx: Ctx,
-  ports: UpdateParticipantPorts,
   campaign: CampaignRow,
   idOrEmail: string,
   patch: ParticipantPatch,
@@ -153,7 +146,7 @@ export async function updateParticipant(
   if (inputIssues.length > 0) throw validationError(inputIssues);
 
   const now = ctx.clock.now();
-  const updated = await unitOfWork(ctx, async (tx): Promise<ParticipantUpdated> => {
+  return unitOfWork(ctx, async (tx): Promise<ParticipantUpdated> => {
     const { db } = tx;
     const before = await lockParticipant(tx, campaign.id, idOrEmail);
     const stored = before.metadata ?? {};
@@ -228,7 +221,4 @@ export async function updateParticipant(
     }
     return { participant: after, loyaltyActionIds: converted?.actionIds ?? [] };
   });
-  ports.onRecorded?.(updated);
-  await enqueueAccepted(ports, updated.loyaltyActionIds);
-  return updated;
 }

@@ -1,6 +1,6 @@
 import { anyOf, erasures, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
-import type { Ctx } from '../../context';
+import { type Ctx, unitOfWork } from '../../context';
 import { newId } from '../../ids';
 import {
   failedTooLong,
@@ -177,8 +177,8 @@ export async function recordAttempt(
     });
     return { next: 'DONE', status: 'SUCCEEDED', eventIds: [] };
   }
-  return ctx.db.transaction(async (db) => {
-    const tx: Ctx = { ...ctx, db };
+  return unitOfWork(ctx, async (tx) => {
+    const { db } = tx;
     await insertAttempt(tx, attempt);
     const thisGeneration = and(
       eq(webhookMessages.id, message.id),

@@ -1,10 +1,9 @@
 import { createRoute } from '@hono/zod-openapi';
-import { type FormReview, loadCampaignFor, reviewFormSubmission } from '@stampcard/core';
+import { loadCampaignFor, reviewFormSubmission } from '@stampcard/core';
 import type { App } from '../../../env';
 import { errorResponsesFor, PUBLIC_ERRORS } from '../../../lib/error-schema';
 import { okResponse } from '../../../lib/schemas';
 import { FormSubmission } from '../../../lib/views';
-import { committed } from '../rewards/shared';
 import { submissionParams } from './schemas';
 
 /** The loyalty action an approval counted, for a caller who wants to follow it (`GET …/loyalty-action/{id}`). */
@@ -49,17 +48,9 @@ export const registerReviewFormSubmission = (app: App) => {
       const ctx = c.get('ctx');
       const { id, submissionId } = c.req.valid('param');
       const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-      let events: string[] = [];
-      const ports = {
-        ...c.get('triggerPorts'),
-        onRecorded: (review: FormReview) => {
-          if (review.loyaltyActionId) c.header(ACTION_ID_HEADER, review.loyaltyActionId);
-          events = review.eventIds;
-          c.set('lateReply', () => c.json(review.formSubmission, 200));
-        },
-      };
-      const review = await reviewFormSubmission(ctx, ports, campaign, submissionId, verb === 'approve');
-      await committed(c, events, () => c.json(review.formSubmission, 200));
+      const review = await reviewFormSubmission(ctx, campaign, submissionId, verb === 'approve');
+      if (review.loyaltyActionId) c.header(ACTION_ID_HEADER, review.loyaltyActionId);
+      c.set('lateReply', () => c.json(review.formSubmission, 200));
       return c.json(review.formSubmission, 200);
     });
   }

@@ -28,7 +28,7 @@ export const triggerErrors = {
 
 /**
  * Shared by both trigger routes: the request's identity (for the 409 of an identical request in flight),
- * then core's `triggerLoyaltyAction` with the queue as its port. Once the action is recorded, a deadline
+ * then core's `triggerLoyaltyAction` with the app's accept batcher. Once the action is recorded, a deadline
  * that passes answers that it was accepted, not that nothing was.
  */
 export async function triggerAction(
@@ -41,7 +41,7 @@ export async function triggerAction(
   const principal = c.get('principal');
   const answer = await triggerLoyaltyAction(
     c.get('ctx'),
-    c.get('triggerPorts'),
+    c.get('trigger'),
     principal,
     campaignId,
     {

@@ -3,7 +3,6 @@ import { deleteParticipant, loadCampaignFor } from '@stampcard/core';
 import { enqueueErasureSteps } from '@stampcard/jobs';
 import type { App } from '../../../env';
 import { errorResponses } from '../../../lib/schemas';
-import { committed } from '../rewards/shared';
 import { ParticipantRemoved, participantParams } from './schemas';
 
 /** The erasure's status, in a header: the answer's body is the seed's `{ success: true }`. */
@@ -38,9 +37,9 @@ export const registerDeleteParticipant = (app: App) =>
     const { id, idOrEmail } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
     // One bounded transaction whatever the history: the rest of a long one is erased by the worker.
-    const { eventIds, erasure, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail);
+    const { erasure, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail);
     c.header(ERASURE_HEADER, erasure.status);
-    await committed(c, eventIds, () => c.json(removed, 200));
+    c.set('lateReply', () => c.json(removed, 200));
     if (erasure.next) {
       const deps = c.get('deps');
       // Committed with its `erasures` row: if this enqueue fails, the worker's relay resumes the erasure.

@@ -1,7 +1,6 @@
 import {
   loadCampaignFor,
   MAX_POINTS_CONVERSIONS,
-  type ParticipantUpdated,
   serializeParticipant,
   showParticipant,
   updateParticipant,
@@ -49,14 +48,7 @@ export const registerUpdateParticipant = (app: App) => {
       const { id, idOrEmail } = c.req.valid('param');
       const { metadataIncrement, ...patch } = c.req.valid('json');
       const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-      const ports = {
-        ...c.get('triggerPorts'),
-        onRecorded: ({ participant, loyaltyActionIds }: ParticipantUpdated) => {
-          if (loyaltyActionIds.length > 0) c.header(ACTION_IDS_HEADER, loyaltyActionIds.join(','));
-          c.set('lateReply', () => c.json(serializeParticipant(participant, { now: ctx.clock.now() }), 200));
-        },
-      };
-      const { participant } = await updateParticipant(ctx, ports, campaign, idOrEmail, {
+      const { participant, loyaltyActionIds } = await updateParticipant(ctx, campaign, idOrEmail, {
         ...patch,
         ...(metadataIncrement
           ? {
@@ -66,6 +58,8 @@ export const registerUpdateParticipant = (app: App) => {
             }
           : {}),
       });
+      if (loyaltyActionIds.length > 0) c.header(ACTION_IDS_HEADER, loyaltyActionIds.join(','));
+      c.set('lateReply', () => c.json(serializeParticipant(participant, { now: ctx.clock.now() }), 200));
       return c.json(await showParticipant(ctx, participant), 200);
     });
   }

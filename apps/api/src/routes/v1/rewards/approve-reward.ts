@@ -4,7 +4,7 @@ import type { App } from '../../../env';
 import { createBodyRoute } from '../../../lib/body';
 import { jsonBody, okResponse } from '../../../lib/schemas';
 import { ParticipantReward } from '../../../lib/views';
-import { committed, rewardChangeErrors, rewardParams } from './shared';
+import { rewardChangeErrors, rewardParams } from './shared';
 
 const Body = z
   .strictObject({
@@ -29,6 +29,6 @@ export const registerApproveReward = (app: App) =>
     const { id, participantRewardId } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
     const change = await approveParticipantReward(ctx, campaign, participantRewardId, c.req.valid('json'));
-    await committed(c, change.eventIds, () => c.json(change.participantReward, 200));
+    c.set('lateReply', () => c.json(change.participantReward, 200));
     return c.json(change.participantReward, 200);
   });

@@ -3,7 +3,7 @@ import { loadCampaignFor, removeParticipantReward } from '@stampcard/core';
 import type { App } from '../../../env';
 import { okResponse } from '../../../lib/schemas';
 import { RemovedParticipantReward } from '../responses';
-import { committed, rewardChangeErrors, rewardParams } from './shared';
+import { rewardChangeErrors, rewardParams } from './shared';
 
 const route = createRoute({
   method: 'delete',
@@ -21,7 +21,7 @@ export const registerDeleteReward = (app: App) =>
     const ctx = c.get('ctx');
     const { id, participantRewardId } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-    const { eventIds, ...removed } = await removeParticipantReward(ctx, campaign, participantRewardId);
-    await committed(c, eventIds, () => c.json(removed, 200));
+    const removed = await removeParticipantReward(ctx, campaign, participantRewardId);
+    c.set('lateReply', () => c.json(removed, 200));
     return c.json(removed, 200);
   });

@@ -3,7 +3,7 @@ import { fulfilCampaignReward, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
 import { okResponse } from '../../../lib/schemas';
 import { ParticipantReward } from '../../../lib/views';
-import { committed, rewardChangeErrors, rewardParams } from './shared';
+import { rewardChangeErrors, rewardParams } from './shared';
 
 const route = createRoute({
   method: 'post',
@@ -22,6 +22,6 @@ export const registerFulfilReward = (app: App) =>
     const { id, participantRewardId } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
     const change = await fulfilCampaignReward(ctx, campaign, participantRewardId);
-    await committed(c, change.eventIds, () => c.json(change.participantReward, 200));
+    c.set('lateReply', () => c.json(change.participantReward, 200));
     return c.json(change.participantReward, 200);
   });

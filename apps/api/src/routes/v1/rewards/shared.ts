@@ -1,7 +1,4 @@
 import { z } from '@hono/zod-openapi';
-import { enqueue } from '@stampcard/jobs';
-import type { Context } from 'hono';
-import type { AppEnv } from '../../../env';
 import { errorResponsesFor, PUBLIC_ERRORS } from '../../../lib/error-schema';
 import { campaignIdParam } from '../../../lib/schemas';
 
@@ -17,17 +14,3 @@ export const rewardParams = z.object({
 
 /** Besides the errors of every `/v1` route: the reward is not in a state that allows the change. */
 export const rewardChangeErrors = errorResponsesFor([...PUBLIC_ERRORS, 'INVALID_STATE']);
-
-/**
- * Once a change has committed: from here on the request's deadline answers `reply` (the change happened),
- * and the events it wrote go to the dispatcher at once. An enqueue that fails is only logged: the
- * dispatcher's sweep fans out undispatched events within `DISPATCH_SWEEP_MS` anyway.
- */
-export async function committed(c: Context<AppEnv>, eventIds: string[], reply: () => Response) {
-  c.set('lateReply', reply);
-  if (eventIds.length === 0) return;
-  const deps = c.get('deps');
-  await enqueue(deps.queues, 'webhook-events.fan-out', [{ payload: { eventIds } }]).catch((err) =>
-    deps.logger.warn({ err, events: eventIds.length }, 'events left to the dispatcher sweep'),
-  );
-}

@@ -1,8 +1,7 @@
 import { loyaltyActions, type Metadata } from '@stampcard/db';
-import type { Ctx } from '../../context';
-import { newId } from '../../ids';
-import type { ActionRow } from '../../serialize';
-import type { TriggerPorts } from './trigger';
+import { type Ctx, handOff } from '../context';
+import { newId } from '../ids';
+import type { ActionRow } from '../serialize';
 
 /** A loyalty action to record in the ledger, QUEUED for the worker. */
 export type QueuedActionInput = {
@@ -35,30 +34,16 @@ export function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loya
 }
 
 /**
- * Writes accepted actions to the ledger, QUEUED, in one statement, on `ctx.db` (the caller's transaction when
- * it has one). Once that commits they are the record: the caller enqueues them (`enqueueAccepted`), and the
- * relay queues any whose enqueue was lost.
+ * Writes accepted actions to the ledger, QUEUED, in one statement, on `ctx.db` (the caller's unit of work
+ * when it has one). Once that commits they are the record, and they are handed to the worker (`handOff`);
+ * the relay queues any whose hand-off was lost.
  */
 export async function recordQueuedActions(ctx: Ctx, inputs: QueuedActionInput[]): Promise<ActionRow[]> {
   if (inputs.length === 0) return [];
-  return ctx.db
+  const rows = await ctx.db
     .insert(loyaltyActions)
     .values(inputs.map((input) => queuedActionRow(ctx, input)))
     .returning();
-}
-
-/** What enqueuing needs: the queue, and who is told when it fails. */
-export type EnqueuePorts = Pick<TriggerPorts, 'queue' | 'onEnqueueError'>;
-
-/**
- * Hands committed actions to the worker. A failure loses nothing (the ledger rows are committed and the relay
- * queues them later): each action is reported to `onEnqueueError` and the caller goes on.
- */
-export async function enqueueAccepted(ports: EnqueuePorts, actionIds: string[]): Promise<void> {
-  if (actionIds.length === 0) return;
-  try {
-    await ports.queue.enqueue(actionIds);
-  } catch (err) {
-    for (const id of actionIds) ports.onEnqueueError(err, id);
-  }
+  await handOff(ctx, { actionIds: rows.map((r) => r.id) });
+  return rows;
 }

@@ -1,0 +1,39 @@
+import { safeError } from '@stampcard/config';
+import { enqueue, enqueueActions, type Queues } from './queues';
+
+/** Most events in one `webhook-events.fan-out` job (the catalog's bound). */
+export const FAN_OUT_BATCH = 5000;
+
+/** What a committed write created: its outbox events and its QUEUED loyalty actions (core's `Created`). */
+export type CommittedIds = { eventIds: readonly string[]; actionIds: readonly string[] };
+
+/**
+ * The jobs of what committed writes created, the implementation of core's after-commit hand-off
+ * (`Ctx.afterCommit`) in every process: the actions go to the worker (`loyalty-actions.apply`, see
+ * `enqueueActions`) and the events to the dispatcher (`webhook-events.fan-out`), each kind in one round trip,
+ * both at once. It never throws: the rows are committed, so a failed enqueue loses nothing (the worker's relay
+ * queues the actions, the dispatcher's sweep fans out the events), and it is logged with the ids and the
+ * error's class only.
+ */
+export function enqueueCommitted(queues: Queues, logger: { warn(obj: object, msg: string): void }) {
+  return async (created: CommittedIds): Promise<void> => {
+    const { eventIds, actionIds } = created;
+    const fanOuts = Array.from({ length: Math.ceil(eventIds.length / FAN_OUT_BATCH) }, (_, i) => ({
+      payload: { eventIds: eventIds.slice(i * FAN_OUT_BATCH, (i + 1) * FAN_OUT_BATCH) },
+    }));
+    await Promise.all([
+      enqueueActions(queues, [...actionIds]).catch((err) =>
+        logger.warn(
+          { actionIds, errorClass: safeError(err).type },
+          'actions not queued; the relay will queue them',
+        ),
+      ),
+      enqueue(queues, 'webhook-events.fan-out', fanOuts).catch((err) =>
+        logger.warn(
+          { eventIds, errorClass: safeError(err).type },
+          'events not queued; the dispatcher sweep will fan them out',
+        ),
+      ),
+    ]);
+  };
+}

@@ -4,16 +4,11 @@ import { createRequire } from 'node:module';
 import { SwaggerUI } from '@hono/swagger-ui';
 import { ERROR_CATALOG, RATE_POLICIES } from '@stampcard/core';
 import type { App } from './env';
+import { DOCS_PATH, ERRORS_ANCHOR, OPENAPI_PATH } from './lib/docs-paths';
 import { ERROR_CODES, ERROR_DESCRIPTIONS, exampleErrorBody } from './lib/error-schema';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from './middleware/idempotency';
 
-/** The OpenAPI 3.1 document of every route, and the page that renders it (no API key for either). */
-export const OPENAPI_PATH = '/v1/openapi.json';
-export const DOCS_PATH = '/v1/docs';
-/** The id of the docs page's errors section: where every error body's `supportUrl` points by default. */
-export const ERRORS_ANCHOR = 'errors';
-
-export const defaultSupportUrl = (origin: string) => `${origin}${DOCS_PATH}#${ERRORS_ANCHOR}`;
+export { DOCS_PATH, defaultSupportUrl, ERRORS_ANCHOR, OPENAPI_PATH } from './lib/docs-paths';
 
 /** Swagger UI's files, served from the installed `swagger-ui-dist` package: the page loads nothing from elsewhere. */
 const require = createRequire(import.meta.url);

@@ -8,8 +8,8 @@ import {
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
-import { defaultSupportUrl } from './docs';
 import type { AppEnv } from './env';
+import { defaultSupportUrl } from './lib/docs-paths';
 
 type Details = Record<string, unknown>;
 

@@ -2,13 +2,7 @@ import { webhookAttempts, webhookMessages } from '@stampcard/db';
 import { asc, getTableColumns, inArray, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ATTEMPT_LOG_KEEP } from '../../rules/delivery';
-import type { AttemptRow } from './views';
-
-/**
- * A message's attempt log as shown: its first and last `ATTEMPT_LOG_KEEP` attempts, oldest first, and how many
- * rows the log holds (with the message's `attemptsPruned`, every attempt ever made).
- */
-export type AttemptLog = { attempts: AttemptRow[]; rows: number };
+import type { AttemptLog } from './views';
 
 /**
  * The logs of some messages, in one statement. Each log is cut to its first and last `ATTEMPT_LOG_KEEP` here

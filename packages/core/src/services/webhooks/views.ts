@@ -1,9 +1,14 @@
 import type { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import type { AttemptLog } from './attempt-log';
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export type MessageRow = typeof webhookMessages.$inferSelect;
 export type AttemptRow = typeof webhookAttempts.$inferSelect;
+
+/**
+ * A message's attempt log as shown: its first and last `ATTEMPT_LOG_KEEP` attempts, oldest first, and how many
+ * rows the log holds (with the message's `attemptsPruned`, every attempt ever made; see `attemptsOf`).
+ */
+export type AttemptLog = { attempts: AttemptRow[]; rows: number };
 
 const ms = (d: Date | null) => (d ? d.getTime() : null);
 

@@ -1,4 +1,4 @@
-import { type CommitState, commitOutcomeUnknown, DomainError } from '@stampcard/core';
+import { type CommitState, type Created, commitOutcomeUnknown, DomainError } from '@stampcard/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { errorResponse, isUnavailable } from '../errors';
@@ -41,7 +41,6 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   let budget = requestBudgetMs(c);
   const controller = new AbortController();
   const commit: CommitState = { sent: 0 };
-  c.set('ctx', { ...c.get('ctx'), signal: controller.signal, commit });
   let deadline = performance.now() + budget;
   // A request held back on purpose (the write slowdown) gets that time on top of its budget.
   c.set('extendDeadline', (ms: number) => {
@@ -57,6 +56,13 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     };
     timer = setTimeout(check, budget);
   });
+  // The hand-off of what the request committed (its jobs) is waited for until the deadline, no longer: from
+  // there the answer goes out, the enqueue goes on, and what it fails to queue the relay and the sweep find.
+  const ctx = c.get('ctx');
+  const handOn = ctx.afterCommit;
+  const afterCommit =
+    handOn && ((created: Created) => Promise.race([handOn(created), expired]).then(() => undefined));
+  c.set('ctx', { ...ctx, signal: controller.signal, commit, afterCommit });
   let done = false;
   const work = next().then(() => {
     done = true;

@@ -4,6 +4,8 @@ import {
   deferDeliveries,
   enqueue,
   enqueueActions,
+  enqueueCommitted,
+  FAN_OUT_BATCH,
   isJobName,
   JOBS,
   type JobPayload,
@@ -80,6 +82,30 @@ describe('the job catalog', () => {
       expect(delayed.map((j) => [j.id, j.data, j.opts.delay])).toEqual([
         ['msg_a-2', { messageId: 'msg_a', generation: 2 }, 60_000],
       ]);
+      for (const q of producer.queues.all) await q.obliterate({ force: true });
+    } finally {
+      await queues.close();
+    }
+  });
+  it('enqueueCommitted queues actions in batch jobs of up to 64 and events in fan-out jobs of up to 5000', async () => {
+    const prefix = `stampcard_test_catalog_${Date.now().toString(36)}_c`;
+    const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
+    const warned: object[] = [];
+    try {
+      const { producer } = queues;
+      const handOn = enqueueCommitted(producer.queues, { warn: (obj) => warned.push(obj) });
+      const actionIds = Array.from({ length: 65 }, (_, i) => `act_${i}`);
+      const eventIds = Array.from({ length: FAN_OUT_BATCH + 1 }, (_, i) => `evt_${i}`);
+      await handOn({ actionIds, eventIds });
+      await handOn({ actionIds: [], eventIds: [] });
+      const actions = await producer.queues.forJob('loyalty-actions.apply').getWaiting();
+      expect(actions.map((j) => (j.data as { actionIds: string[] }).actionIds.length).sort()).toEqual([
+        1, 64,
+      ]);
+      const fanOuts = await producer.queues.forJob('webhook-events.fan-out').getWaiting();
+      const sizes = fanOuts.map((j) => (j.data as { eventIds: string[] }).eventIds.length);
+      expect(sizes.sort((a, b) => a - b)).toEqual([1, FAN_OUT_BATCH]);
+      expect(warned).toEqual([]);
       for (const q of producer.queues.all) await q.obliterate({ force: true });
     } finally {
       await queues.close();

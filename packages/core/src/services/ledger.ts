@@ -20,7 +20,7 @@ export type QueuedActionInput = {
 };
 
 /** The ledger row of a newly accepted action: a new id, QUEUED, created now. */
-export function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loyaltyActions.$inferInsert {
+function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loyaltyActions.$inferInsert {
   return {
     id: input.id ?? newId('action'),
     campaignId: input.campaignId,

@@ -18,8 +18,6 @@ import { urlGuard } from './middleware/url-guard';
 import { registerAdmin } from './routes/admin/index';
 import { registerV1 } from './routes/v1/index';
 
-export const MAX_BODY_BYTES = BODY_LIMITS.maxBytes;
-
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
 export function createApp(deps: Deps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
@@ -50,7 +48,7 @@ export function createApp(deps: Deps) {
   app.use('*', urlGuard);
   app.use(
     '*',
-    limitBody(MAX_BODY_BYTES, (c) => {
+    limitBody(BODY_LIMITS.maxBytes, (c) => {
       const { message, details } = validationError(
         [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
         'Request body is larger than 1 MiB',

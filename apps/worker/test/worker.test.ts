@@ -117,7 +117,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   }
 
   const addJob = (jobId: string, data: unknown, opts: { attempts?: number } = {}) =>
-    stack.deps.queues.loyaltyActions.add('loyalty-action.apply', data, {
+    stack.deps.queues.forJob('loyalty-action.apply').add('loyalty-action.apply', data, {
       jobId,
       backoff: { type: 'fixed', delay: 10 },
       ...opts,
@@ -125,10 +125,10 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
 
   async function finished(jobId: string, state: 'completed' | 'failed' = 'completed') {
     await eventually(
-      async () => (await stack.deps.queues.loyaltyActions.getJob(jobId))?.getState(),
+      async () => (await stack.deps.queues.forJob('loyalty-action.apply').getJob(jobId))?.getState(),
       (s) => s === state,
     );
-    return (await stack.deps.queues.loyaltyActions.getJob(jobId))!;
+    return (await stack.deps.queues.forJob('loyalty-action.apply').getJob(jobId))!;
   }
 
   /** The `loyalty-actions.apply` job carrying the action, once it completed. */
@@ -215,11 +215,9 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   it('a job whose name is not in the catalog fails at once, without retries', async () => {
     stack.startWorker();
     const id = `unknown-${randomBytes(4).toString('hex')}`;
-    await stack.deps.queues.loyaltyActions.add(
-      '__proto__',
-      { actionId: 'act_x' },
-      { jobId: id, attempts: 5 },
-    );
+    await stack.deps.queues
+      .forJob('loyalty-action.apply')
+      .add('__proto__', { actionId: 'act_x' }, { jobId: id, attempts: 5 });
     const job = await finished(id, 'failed');
     expect(job.attemptsMade).toBe(1);
     expect(job.failedReason).toBe('Unknown job name: not in the job catalog for this process');

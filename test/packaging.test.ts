@@ -30,6 +30,10 @@ describe('the Docker image', () => {
     expect(image).toBe(types);
   });
 
+  it('listens on every interface inside the container (npm start outside one: 127.0.0.1)', () => {
+    expect(dockerfile).toMatch(/^ENV HOST=0\.0\.0\.0$/m);
+  });
+
   it("copies every workspace's package.json before npm ci, so none is missing from the install", () => {
     expect(workspaces.length).toBeGreaterThan(4);
     for (const ws of workspaces) expect(dockerfile).toContain(`COPY ${ws}/package.json ${ws}/`);

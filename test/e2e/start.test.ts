@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync, statSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -100,6 +100,91 @@ describe('npm start', () => {
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);
       expect(run.output()).toContain('"msg":"stopped"');
+    },
+    NPM_START_TEST_MS,
+  );
+});
+
+/** True when something accepts a TCP connection on host:port. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe("npm start on a newcomer's machine", () => {
+  it(
+    "keeps the operator token it made across restarts (the file its owner's only), an OPERATOR_TOKEN set wins, and listens on 127.0.0.1 unless HOST says otherwise",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'stampcard-start-'));
+      const file = join(dir, '.stampcard', 'operator-token');
+      const prefix = `stampcard_token_${randomBytes(4).toString('hex')}`;
+      const runs: Run[] = [];
+      onTestFinished(async () => {
+        for (const r of runs) if (r.child.exitCode === null) r.child.kill('SIGTERM');
+        await Promise.all(runs.map((r) => r.exited));
+        rmSync(dir, { recursive: true, force: true });
+        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+        const keys = await redis.keys(`${prefix}:*`);
+        if (keys.length > 0) await redis.del(...keys);
+        redis.disconnect();
+      });
+      const env = {
+        DATABASE_URL: db.url,
+        QUEUE_PREFIX: prefix,
+        OPERATOR_TOKEN: '',
+        OPERATOR_TOKEN_FILE: file,
+      };
+      const startOnce = async (extra: Record<string, string>, args?: string[]) => {
+        const port = await freePort();
+        const run = start({ ...env, PORT: String(port), HOST: '', ...extra }, args);
+        runs.push(run);
+        await waitFor(run, /Stampcard API listening/, STARTUP_MS);
+        return { run, port };
+      };
+      const stop = async (run: Run) => {
+        run.child.kill('SIGTERM');
+        expect(await run.exited).toBe(0);
+      };
+      const queues = (port: number, token: string) =>
+        fetch(`http://127.0.0.1:${port}/admin/v1/queues`, { headers: { authorization: `Bearer ${token}` } });
+
+      const first = await startOnce({});
+      const [, token] = await waitFor(
+        first.run,
+        /OPERATOR_TOKEN is not set; [^\n]*\n {2}(op_[0-9a-f]{48})\n/,
+      );
+      expect(first.run.output()).toContain(
+        `kept in ${file} for every start (export OPERATOR_TOKEN=$(cat ${file}))`,
+      );
+      expect(readFileSync(file, 'utf8').trim()).toBe(token);
+      expect(statSync(file).mode & 0o077).toBe(0);
+      expect((await queues(first.port, token!)).status).toBe(200);
+      // HOST unset: this machine only. 127.0.0.2 is loopback too, but not the address listened on.
+      expect(await accepts('127.0.0.1', first.port)).toBe(true);
+      expect(await accepts('127.0.0.2', first.port)).toBe(false);
+      await stop(first.run);
+
+      const second = await startOnce({});
+      await waitFor(second.run, new RegExp(`\n {2}${token}\n`));
+      expect((await queues(second.port, token!)).status).toBe(200);
+      await stop(second.run);
+
+      // A token in the environment wins: the kept one no longer opens the operator API, and nothing is printed.
+      const own = `op_${randomBytes(16).toString('hex')}`;
+      const third = await startOnce({ OPERATOR_TOKEN: own, HOST: '0.0.0.0' }, ['scripts/start.ts', 'api']);
+      expect((await queues(third.port, own)).status).toBe(200);
+      expect((await queues(third.port, token!)).status).toBe(403);
+      expect(third.run.output()).not.toContain('OPERATOR_TOKEN is not set');
+      expect(readFileSync(file, 'utf8').trim()).toBe(token);
+      // HOST=0.0.0.0: every interface.
+      expect(await accepts('127.0.0.2', third.port)).toBe(true);
+      await stop(third.run);
     },
     NPM_START_TEST_MS,
   );

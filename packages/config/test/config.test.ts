@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadDatabaseConfig } from '../src/index';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, keepOperatorToken, loadConfig, loadDatabaseConfig } from '../src/index';
 
 describe('loadConfig', () => {
   it('gives every setting its default on an empty environment, with a generated operator token', () => {
@@ -9,6 +12,8 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/stampcard',
       REDIS_URL: 'redis://127.0.0.1:6379',
       PORT: 3000,
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN_FILE: '.stampcard/operator-token',
       QUEUE_PREFIX: 'stampcard',
       WORKER_CONCURRENCY: 256,
       WORKER_BATCH_SIZE: 64,
@@ -78,6 +83,57 @@ describe('loadConfig', () => {
     });
     expect(() => loadDatabaseConfig({ DATABASE_URL: 'nope' })).toThrow(
       /^Invalid environment variable DATABASE_URL:/,
+    );
+  });
+});
+
+describe('keepOperatorToken', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stampcard-token-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const fileMode = (file: string) => statSync(file).mode & 0o777;
+
+  it('makes the file on the first start, readable by its owner only, and every later start uses its token', () => {
+    const file = join(dir, 'first', '.stampcard', 'operator-token');
+    const first = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(first.OPERATOR_TOKEN).toMatch(/^op_[0-9a-f]{48}$/);
+    expect(first).toMatchObject({ operatorTokenGenerated: true, operatorTokenFile: file });
+    expect(readFileSync(file, 'utf8').trim()).toBe(first.OPERATOR_TOKEN);
+    expect(fileMode(file)).toBe(0o600);
+    expect(statSync(join(dir, 'first', '.stampcard')).mode & 0o077).toBe(0);
+    // loadConfig alone generates another token each time; the file keeps the first.
+    const second = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(second.OPERATOR_TOKEN).toBe(first.OPERATOR_TOKEN);
+  });
+
+  it('uses the environment token when one is set, and neither reads nor makes the file', () => {
+    const file = join(dir, 'env', 'operator-token');
+    const cfg = keepOperatorToken(
+      loadConfig({ OPERATOR_TOKEN: 'a-long-enough-token', OPERATOR_TOKEN_FILE: file }),
+    );
+    expect(cfg).toMatchObject({ OPERATOR_TOKEN: 'a-long-enough-token', operatorTokenGenerated: false });
+    expect(cfg.operatorTokenFile).toBeUndefined();
+    expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
+  });
+
+  it("makes a token file others could read its owner's only", () => {
+    const file = join(dir, 'open-token');
+    writeFileSync(file, 'op_an_operator_token_kept_by_hand\n', { mode: 0o644 });
+    const cfg = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(cfg.OPERATOR_TOKEN).toBe('op_an_operator_token_kept_by_hand');
+    expect(fileMode(file)).toBe(0o600);
+  });
+
+  it('refuses a file that holds no token, and one it cannot write, naming the file and what to do', () => {
+    const file = join(dir, 'short-token');
+    writeFileSync(file, 'short\n', { mode: 0o600 });
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }))).toThrow(ConfigError);
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }))).toThrow(
+      `${file} does not hold an operator token (16 or more characters, no spaces): delete it`,
+    );
+    // A folder where the file should be: it can be neither read nor made.
+    const blocked = join(dir, 'short-token', 'operator-token');
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: blocked }))).toThrow(
+      /^Cannot keep the operator token in .*short-token\/operator-token \(ENOTDIR\): set OPERATOR_TOKEN/,
     );
   });
 });

@@ -42,7 +42,7 @@ async function main() {
     }
     throw err;
   }
-  const base = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
+  const base = createLogger({ level: config.LOG_LEVEL, name: 'stampcard', format: config.LOG_FORMAT });
   // A role's lines name it (npm start interleaves three); the supervisor's lines name the role they are about.
   const logger = role === 'all' ? base : base.child({ role });
   exitOnUncaught(logger);

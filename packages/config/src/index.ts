@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { ConfigError } from './errors';
+import type { LogFormat } from './logger';
 
 const intFromEnv = (fallback: number, min = 0) =>
   z.coerce.number().int().min(min).max(2_147_483_647).default(fallback);
@@ -36,6 +37,12 @@ export const envSchema = z.object({
   /** Prefix of every BullMQ key in Redis. Default `stampcard`. */
   QUEUE_PREFIX: z.string().min(1).default('stampcard'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * How logs are written: `json`, one JSON object per line (for a log collector), or `pretty`, readable lines
+   * for a terminal (pino-pretty). Production logs are JSON: `pretty` is refused with `NODE_ENV=production`.
+   * @defaultValue `pretty` when the environment sets `NODE_ENV=development`, else `json`
+   */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   /**
    * Jobs one worker process holds at once. More than a batch, so that jobs keep arriving while batches commit.
    * @defaultValue 256
@@ -184,7 +191,8 @@ export const envSchema = z.object({
 });
 
 export type Env = z.infer<typeof envSchema>;
-export type Config = Env & {
+export type Config = Omit<Env, 'LOG_FORMAT'> & {
+  LOG_FORMAT: LogFormat;
   OPERATOR_TOKEN: string;
   /** True when the environment set no token (it is printed at start). */
   operatorTokenGenerated: boolean;
@@ -218,7 +226,14 @@ function parseEnv<T extends z.ZodType>(schema: T, env: RawEnv): z.infer<T> {
  * `keepOperatorToken` then keeps it in a file, so that every start uses the same one.
  */
 export function loadConfig(env: RawEnv = process.env): Config {
-  const cfg = parseEnv(envSchema, env);
+  const parsed = parseEnv(envSchema, env);
+  // NODE_ENV's own default is development: only an environment that says so asks for pretty logs.
+  const cfg = { ...parsed, LOG_FORMAT: parsed.LOG_FORMAT ?? logFormatFor(env.NODE_ENV) };
+  if (cfg.NODE_ENV === 'production' && cfg.LOG_FORMAT === 'pretty') {
+    throw new ConfigError(
+      'Invalid environment variable LOG_FORMAT: pretty is for development; production logs are JSON (LOG_FORMAT=json)',
+    );
+  }
   if (cfg.OPERATOR_TOKEN)
     return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
   if (cfg.NODE_ENV === 'production') {
@@ -228,6 +243,10 @@ export function loadConfig(env: RawEnv = process.env): Config {
   }
   return { ...cfg, OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`, operatorTokenGenerated: true };
 }
+
+const logFormatFor = (nodeEnv: string | undefined): LogFormat =>
+  nodeEnv === 'development' ? 'pretty' : 'json';
+
 export * from './logger';
 export { keepOperatorToken } from './operator-token';
 

@@ -1,8 +1,9 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, keepOperatorToken, loadConfig, loadDatabaseConfig } from '../src/index';
+import { ConfigError, createLogger, keepOperatorToken, loadConfig, loadDatabaseConfig } from '../src/index';
 
 describe('loadConfig', () => {
   it('gives every setting its default on an empty environment, with a generated operator token', () => {
@@ -135,5 +136,62 @@ describe('keepOperatorToken', () => {
     expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: blocked }))).toThrow(
       /^Cannot keep the operator token in .*short-token\/operator-token \(ENOTDIR\): set OPERATOR_TOKEN/,
     );
+  });
+});
+
+describe('log format', () => {
+  it('is JSON by default and in production, pretty when NODE_ENV=development or LOG_FORMAT=pretty', () => {
+    expect(loadConfig({}).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'test' }).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'production', OPERATOR_TOKEN: 'x'.repeat(16) }).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'development' }).LOG_FORMAT).toBe('pretty');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).LOG_FORMAT).toBe('pretty');
+    expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(() => loadConfig({ LOG_FORMAT: 'yaml' })).toThrow(/^Invalid environment variable LOG_FORMAT/);
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', OPERATOR_TOKEN: 'x'.repeat(16), LOG_FORMAT: 'pretty' }),
+    ).toThrow('Invalid environment variable LOG_FORMAT: pretty is for development; production logs are JSON');
+  });
+
+  const collect = () => {
+    let out = '';
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        out += chunk;
+        done();
+      },
+    });
+    return { stream, output: () => out };
+  };
+
+  it('pretty lines are readable, not JSON, and keep the same safe fields (no error message)', () => {
+    const json = collect();
+    createLogger({ level: 'info', name: 'stampcard', destination: json.stream }).info(
+      { port: 3000 },
+      'listening',
+    );
+    expect(JSON.parse(json.output())).toMatchObject({
+      level: 30,
+      msg: 'listening',
+      port: 3000,
+      service: 'stampcard',
+    });
+
+    const pretty = collect();
+    const logger = createLogger({
+      level: 'info',
+      name: 'stampcard',
+      format: 'pretty',
+      destination: pretty.stream,
+    });
+    logger.info({ port: 3000 }, 'listening');
+    logger.error({ err: new Error('ada@example.com not found') }, 'lookup failed');
+    const text = pretty.output();
+    expect(() => JSON.parse(text.split('\n')[0]!)).toThrow();
+    expect(text).toMatch(/INFO.*listening/);
+    expect(text).toMatch(/port: 3000/);
+    expect(text).toMatch(/ERROR.*lookup failed/);
+    expect(text).toMatch(/"type": "Error"/);
+    expect(text).not.toContain('ada@example.com');
   });
 });

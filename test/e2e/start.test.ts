@@ -4,7 +4,6 @@ import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client, operatorProgram } from '../support/client';
@@ -16,6 +15,7 @@ import {
   waitForOutput as waitFor,
 } from '../support/processes';
 import { startReceiver } from '../support/receiver';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 import { useTestDb } from '../support/use';
 
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
@@ -55,14 +55,15 @@ describe('npm start', () => {
     async () => {
       const receiver = await startReceiver();
       onTestFinished(() => receiver.close());
-      const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_start');
+      let run: Run | undefined;
       onTestFinished(async () => {
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        // A failed check leaves the service running: stop it before its keys go, or it writes them again.
+        if (run?.child.exitCode === null) run.child.kill('SIGTERM');
+        await run?.exited;
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
-      const run = start({
+      run = start({
         DATABASE_URL: db.url,
         PORT: '0',
         HOST: '127.0.0.1',
@@ -123,16 +124,13 @@ describe("npm start on a newcomer's machine", () => {
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'stampcard-start-'));
       const file = join(dir, '.stampcard', 'operator-token');
-      const prefix = `stampcard_token_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_token');
       const runs: Run[] = [];
       onTestFinished(async () => {
         for (const r of runs) if (r.child.exitCode === null) r.child.kill('SIGTERM');
         await Promise.all(runs.map((r) => r.exited));
         rmSync(dir, { recursive: true, force: true });
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
       const env = {
         DATABASE_URL: db.url,
@@ -231,7 +229,7 @@ describe('first-run errors are one clear message', () => {
     ['dispatcher', /webhook dispatcher and sweep running/],
   ])('a %s process keeps its heartbeat file fresh for the container healthcheck', async (role, running) => {
     const file = join(tmpdir(), `stampcard-heartbeat-${randomBytes(4).toString('hex')}`);
-    const prefix = `stampcard_hb_${randomBytes(4).toString('hex')}`;
+    const prefix = uniquePrefix('stampcard_hb');
     const run = start(
       { DATABASE_URL: db.url, QUEUE_PREFIX: prefix, HEARTBEAT_FILE: file, OPERATOR_TOKEN: TOKEN },
       ['scripts/start.ts', role],
@@ -240,10 +238,7 @@ describe('first-run errors are one clear message', () => {
       run.child.kill('SIGTERM');
       await run.exited;
       rmSync(file, { force: true });
-      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
+      await deleteRedisKeys(REDIS_URL, prefix);
     });
     await waitFor(run, running);
     const first = await eventuallyStat(file);
@@ -266,7 +261,7 @@ describe('no role stays dead', () => {
   it(
     'npm start restarts a role that died, after a backoff that doubles, and says so; the API answers again on its port',
     async () => {
-      const prefix = `stampcard_sup_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_sup');
       const port = await freePort();
       const run = start({
         DATABASE_URL: db.url,
@@ -278,10 +273,7 @@ describe('no role stays dead', () => {
       onTestFinished(async () => {
         if (run.child.exitCode === null) run.child.kill('SIGTERM');
         await run.exited;
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
       await waitFor(run, /Stampcard API listening/, STARTUP_MS);
       await waitFor(run, /worker and relay running/, STARTUP_MS);
@@ -336,7 +328,7 @@ describe('no role stays dead', () => {
   ])(
     'a role process logs an uncaught %s (its class, never its message) and exits 1 for its supervisor',
     async (kind, origin) => {
-      const prefix = `stampcard_crash_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_crash');
       const preload = `${pathToFileURL(join(ROOT, 'test/support/crash-on-signal.ts')).href}?${kind}`;
       const run = start({ DATABASE_URL: db.url, QUEUE_PREFIX: prefix, OPERATOR_TOKEN: TOKEN }, [
         '--import',
@@ -347,10 +339,7 @@ describe('no role stays dead', () => {
       onTestFinished(async () => {
         if (run.child.exitCode === null) run.child.kill('SIGKILL');
         await run.exited;
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
       await waitFor(run, /worker and relay running/);
       run.child.kill('SIGUSR2');

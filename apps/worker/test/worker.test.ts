@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { actionJob } from '../../../test/support/jobs';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../../../test/support/redis-keys';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
@@ -229,7 +230,7 @@ describe('a job that fails', () => {
 
   it('keeps no query parameters in Redis: the failed reason is the error class and code', async () => {
     const email = uniqueEmail('private');
-    const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
+    const prefix = uniquePrefix('stampcard_test');
     // A real PostgreSQL error whose query carries an email, as an apply that fails on a participant would.
     const batcher = new ActionBatcher({
       apply: async () => {
@@ -263,8 +264,8 @@ describe('a job that fails', () => {
       expect(JSON.stringify([job.failedReason, job.stacktrace])).not.toContain(email);
     } finally {
       await worker.close();
-      await queue.obliterate({ force: true });
       await queue.close();
+      await deleteRedisKeys(REDIS_URL, prefix);
     }
   });
 });

@@ -83,7 +83,9 @@ export const envSchema = z.object({
    */
   HEARTBEAT_FILE: z.string().min(1).optional(),
   /**
-   * Deliver webhooks to private, loopback, link-local and other non-public addresses (local receivers, tests).
+   * Register and deliver webhooks to private, loopback, link-local and other non-public addresses (local
+   * receivers, tests). The API reads it when an endpoint is registered, the dispatcher at every delivery: set it
+   * for both (a refused registration names it).
    * @defaultValue false
    */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z

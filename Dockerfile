@@ -3,6 +3,9 @@
 FROM node:20-slim
 WORKDIR /app
 ENV NODE_ENV=production
+# Inside a container the API listens on every interface (Compose publishes its port on 127.0.0.1 only);
+# outside one, `npm start` listens on 127.0.0.1 unless HOST says otherwise.
+ENV HOST=0.0.0.0
 # Every workspace's package.json first, so the dependency layer is rebuilt only when they change
 # (test/packaging.test.ts checks that none is missing).
 COPY package.json package-lock.json ./

@@ -47,24 +47,6 @@ export async function redisVersion(redisUrl: string): Promise<string> {
   }
 }
 
-/** Deletes every key under `prefix:` (SCAN, never KEYS); answers how many. */
-export async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  let deleted = 0;
-  try {
-    await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await redis.unlink(...keys);
-    } while (cursor !== '0');
-    return deleted;
-  } finally {
-    redis.disconnect();
-  }
-}
-
 /** The PostgreSQL the benches create their databases on (`BENCH_DATABASE_URL`). */
 export const benchAdminUrl = (): string =>
   process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

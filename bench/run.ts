@@ -16,15 +16,9 @@ import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
 import { createQueues, createRedis } from '@stampcard/jobs';
 import { startReceiver } from '../test/support/receiver';
+import { deleteRedisKeys } from '../test/support/redis-keys';
 import type { Bench } from './context';
-import {
-  createDatabase,
-  databaseUrl,
-  deleteRedisKeys,
-  dropDatabase,
-  postgresVersion,
-  redisVersion,
-} from './database';
+import { createDatabase, databaseUrl, dropDatabase, postgresVersion, redisVersion } from './database';
 import { measureApply } from './figures/apply';
 import { measureDispatch } from './figures/dispatch';
 import { measureE2e } from './figures/e2e';

@@ -1,6 +1,13 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { type Config, ConfigError, createLogger, type Logger, loadConfig } from '@stampcard/config';
+import {
+  type Config,
+  ConfigError,
+  createLogger,
+  keepOperatorToken,
+  type Logger,
+  loadConfig,
+} from '@stampcard/config';
 import { runMigrations } from '@stampcard/db';
 import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
@@ -26,7 +33,8 @@ async function main() {
   }
   let config: Config;
   try {
-    config = loadConfig();
+    // Unset outside production, the operator token is the one kept in OPERATOR_TOKEN_FILE: the same at every start.
+    config = keepOperatorToken(loadConfig());
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
@@ -34,7 +42,7 @@ async function main() {
     }
     throw err;
   }
-  const base = createLogger({ level: config.LOG_LEVEL, name: 'stampcard' });
+  const base = createLogger({ level: config.LOG_LEVEL, name: 'stampcard', format: config.LOG_FORMAT });
   // A role's lines name it (npm start interleaves three); the supervisor's lines name the role they are about.
   const logger = role === 'all' ? base : base.child({ role });
   exitOnUncaught(logger);
@@ -98,8 +106,11 @@ async function superviseRoles(config: Config, logger: Logger) {
 }
 
 function printOperatorToken(config: Config, port: number) {
+  const kept = config.operatorTokenFile
+    ? `, kept in ${config.operatorTokenFile} for every start (export OPERATOR_TOKEN=$(cat ${config.operatorTokenFile}))`
+    : '';
   console.log(
-    `\nOPERATOR_TOKEN was not set; this run uses:\n  ${config.OPERATOR_TOKEN}\n` +
+    `\nOPERATOR_TOKEN is not set; the operator token${kept}:\n  ${config.OPERATOR_TOKEN}\n` +
       `Operator API: http://localhost:${port}/admin/v1  Queue dashboard: http://localhost:${port}/admin/queues\n`,
   );
 }
@@ -125,7 +136,10 @@ async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logge
     process.exit(1);
   }
   if (stack.api)
-    logger.info({ port: stack.api.port }, `Stampcard API listening on http://localhost:${stack.api.port}/v1`);
+    logger.info(
+      { host: config.HOST, port: stack.api.port },
+      `Stampcard API listening on http://localhost:${stack.api.port}/v1`,
+    );
   if (stack.worker) logger.info({ concurrency: config.WORKER_CONCURRENCY }, 'worker and relay running');
   if (stack.dispatcher)
     logger.info({ concurrency: config.DISPATCHER_CONCURRENCY }, 'webhook dispatcher and sweep running');

@@ -30,6 +30,10 @@ describe('the Docker image', () => {
     expect(image).toBe(types);
   });
 
+  it('listens on every interface inside the container (npm start outside one: 127.0.0.1)', () => {
+    expect(dockerfile).toMatch(/^ENV HOST=0\.0\.0\.0$/m);
+  });
+
   it("copies every workspace's package.json before npm ci, so none is missing from the install", () => {
     expect(workspaces.length).toBeGreaterThan(4);
     for (const ws of workspaces) expect(dockerfile).toContain(`COPY ${ws}/package.json ${ws}/`);
@@ -70,6 +74,14 @@ describe('the PostgreSQL driver patch (patches/, packages/db/README.md)', () => 
   });
 });
 
+/** One service of docker-compose.yml, up to the next service (or the volumes). */
+function serviceBlock(role: string): string {
+  const at = compose.indexOf(`\n  ${role}:`);
+  expect(at, role).toBeGreaterThan(0);
+  const service = compose.slice(at);
+  return service.slice(0, service.slice(1).search(/\n {2}\w[\w-]*:\n|\nvolumes:/) + 1);
+}
+
 describe('docker-compose.yml', () => {
   it('restarts every long-running service when it exits; only the one-shot migrate does not', () => {
     const services = compose.slice(compose.indexOf('\nservices:'), compose.indexOf('\nvolumes:'));
@@ -106,15 +118,22 @@ describe('docker-compose.yml', () => {
     const grace = compose.match(/stop_grace_period:\s*(\d+)s/)?.[1];
     expect(Number(grace)).toBeGreaterThan(30);
     for (const role of ['worker', 'dispatcher']) {
-      const at = compose.indexOf(`\n  ${role}:`);
-      expect(at, role).toBeGreaterThan(0);
-      const service = compose.slice(at);
-      const block = service.slice(0, service.slice(1).search(/\n {2}\w[\w-]*:\n|\nvolumes:/) + 1);
+      const block = serviceBlock(role);
       expect(block).toContain(`"scripts/start.ts", "${role}"`);
       expect(block).toMatch(/healthcheck:/);
       const file = block.match(/HEARTBEAT_FILE: (\S+)/)?.[1];
       expect(file, role).toBeDefined();
       expect(block).toContain(`statSync('${file}'`);
+    }
+  });
+
+  it('passes WEBHOOK_ALLOW_PRIVATE_NETWORKS to the API (registration checks it) and the dispatcher (delivery)', () => {
+    for (const role of ['api', 'dispatcher']) {
+      const block = serviceBlock(role);
+      expect(block, role).toMatch(/^\s+<<: \*app-env$/m);
+      expect(block, role).toMatch(
+        /^\s+WEBHOOK_ALLOW_PRIVATE_NETWORKS: \$\{WEBHOOK_ALLOW_PRIVATE_NETWORKS:-false\}$/m,
+      );
     }
   });
 

@@ -55,7 +55,7 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
 
   // The backlog this left is not part of any later figure: drop its jobs, and mark its rows so the relay
   // never queues them again.
-  await bench.queues.loyaltyActions.drain(true);
+  await bench.queues.forJob('loyalty-action.apply').drain(true);
   const setAside = await bench.sql`
     update loyalty_actions set status = 'REJECTED', reason = 'BENCH_SET_ASIDE'
     where campaign_id = ${campaign.id} and status = 'QUEUED'`;

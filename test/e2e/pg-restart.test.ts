@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { client, eventually, operatorProgram, overHttp } from '../support/client';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
 import { freePort, type Run, startProcess, waitForOutput } from '../support/processes';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 
 /**
  * A PostgreSQL of this test's own, restarted (`pg_ctl restart -m fast`) and then frozen (SIGSTOP) under a
@@ -14,7 +14,7 @@ import { freePort, type Run, startProcess, waitForOutput } from '../support/proc
  * `TypeError: Cannot read properties of null (reading 'write')` from the driver's `nextWrite`.
  */
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
-const PREFIX = `stampcard_pgrestart_${randomBytes(4).toString('hex')}`;
+const PREFIX = uniquePrefix('stampcard_pgrestart');
 const RATE_PER_S = 150;
 
 let pg: OwnPostgres | undefined;
@@ -30,10 +30,7 @@ afterAll(async () => {
     if (run.child.exitCode === null) run.child.kill('SIGKILL');
   }
   pg?.destroy();
-  const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-  const keys = await redis.keys(`${PREFIX}:*`);
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+  await deleteRedisKeys(REDIS_URL, PREFIX);
 }, 60_000);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { rmSync, statSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client, operatorProgram } from '../support/client';
@@ -16,6 +15,7 @@ import {
   waitForOutput as waitFor,
 } from '../support/processes';
 import { startReceiver } from '../support/receiver';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 import { useTestDb } from '../support/use';
 
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
@@ -55,14 +55,15 @@ describe('npm start', () => {
     async () => {
       const receiver = await startReceiver();
       onTestFinished(() => receiver.close());
-      const prefix = `stampcard_start_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_start');
+      let run: Run | undefined;
       onTestFinished(async () => {
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        // A failed check leaves the service running: stop it before its keys go, or it writes them again.
+        if (run?.child.exitCode === null) run.child.kill('SIGTERM');
+        await run?.exited;
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
-      const run = start({
+      run = start({
         DATABASE_URL: db.url,
         PORT: '0',
         HOST: '127.0.0.1',
@@ -100,6 +101,88 @@ describe('npm start', () => {
       run.child.kill('SIGTERM');
       expect(await run.exited).toBe(0);
       expect(run.output()).toContain('"msg":"stopped"');
+    },
+    NPM_START_TEST_MS,
+  );
+});
+
+/** True when something accepts a TCP connection on host:port. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+describe("npm start on a newcomer's machine", () => {
+  it(
+    "keeps the operator token it made across restarts (the file its owner's only), an OPERATOR_TOKEN set wins, and listens on 127.0.0.1 unless HOST says otherwise",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'stampcard-start-'));
+      const file = join(dir, '.stampcard', 'operator-token');
+      const prefix = uniquePrefix('stampcard_token');
+      const runs: Run[] = [];
+      onTestFinished(async () => {
+        for (const r of runs) if (r.child.exitCode === null) r.child.kill('SIGTERM');
+        await Promise.all(runs.map((r) => r.exited));
+        rmSync(dir, { recursive: true, force: true });
+        await deleteRedisKeys(REDIS_URL, prefix);
+      });
+      const env = {
+        DATABASE_URL: db.url,
+        QUEUE_PREFIX: prefix,
+        OPERATOR_TOKEN: '',
+        OPERATOR_TOKEN_FILE: file,
+      };
+      const startOnce = async (extra: Record<string, string>, args?: string[]) => {
+        const port = await freePort();
+        const run = start({ ...env, PORT: String(port), HOST: '', ...extra }, args);
+        runs.push(run);
+        await waitFor(run, /Stampcard API listening/, STARTUP_MS);
+        return { run, port };
+      };
+      const stop = async (run: Run) => {
+        run.child.kill('SIGTERM');
+        expect(await run.exited).toBe(0);
+      };
+      const queues = (port: number, token: string) =>
+        fetch(`http://127.0.0.1:${port}/admin/v1/queues`, { headers: { authorization: `Bearer ${token}` } });
+
+      const first = await startOnce({});
+      const [, token] = await waitFor(
+        first.run,
+        /OPERATOR_TOKEN is not set; [^\n]*\n {2}(op_[0-9a-f]{48})\n/,
+      );
+      expect(first.run.output()).toContain(
+        `kept in ${file} for every start (export OPERATOR_TOKEN=$(cat ${file}))`,
+      );
+      expect(readFileSync(file, 'utf8').trim()).toBe(token);
+      expect(statSync(file).mode & 0o077).toBe(0);
+      expect((await queues(first.port, token!)).status).toBe(200);
+      // HOST unset: this machine only. 127.0.0.2 is loopback too, but not the address listened on.
+      expect(await accepts('127.0.0.1', first.port)).toBe(true);
+      expect(await accepts('127.0.0.2', first.port)).toBe(false);
+      await stop(first.run);
+
+      const second = await startOnce({});
+      await waitFor(second.run, new RegExp(`\n {2}${token}\n`));
+      expect((await queues(second.port, token!)).status).toBe(200);
+      await stop(second.run);
+
+      // A token in the environment wins: the kept one no longer opens the operator API, and nothing is printed.
+      const own = `op_${randomBytes(16).toString('hex')}`;
+      const third = await startOnce({ OPERATOR_TOKEN: own, HOST: '0.0.0.0' }, ['scripts/start.ts', 'api']);
+      expect((await queues(third.port, own)).status).toBe(200);
+      expect((await queues(third.port, token!)).status).toBe(403);
+      expect(third.run.output()).not.toContain('OPERATOR_TOKEN is not set');
+      expect(readFileSync(file, 'utf8').trim()).toBe(token);
+      // HOST=0.0.0.0: every interface.
+      expect(await accepts('127.0.0.2', third.port)).toBe(true);
+      await stop(third.run);
     },
     NPM_START_TEST_MS,
   );
@@ -146,7 +229,7 @@ describe('first-run errors are one clear message', () => {
     ['dispatcher', /webhook dispatcher and sweep running/],
   ])('a %s process keeps its heartbeat file fresh for the container healthcheck', async (role, running) => {
     const file = join(tmpdir(), `stampcard-heartbeat-${randomBytes(4).toString('hex')}`);
-    const prefix = `stampcard_hb_${randomBytes(4).toString('hex')}`;
+    const prefix = uniquePrefix('stampcard_hb');
     const run = start(
       { DATABASE_URL: db.url, QUEUE_PREFIX: prefix, HEARTBEAT_FILE: file, OPERATOR_TOKEN: TOKEN },
       ['scripts/start.ts', role],
@@ -155,10 +238,7 @@ describe('first-run errors are one clear message', () => {
       run.child.kill('SIGTERM');
       await run.exited;
       rmSync(file, { force: true });
-      const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-      redis.disconnect();
+      await deleteRedisKeys(REDIS_URL, prefix);
     });
     await waitFor(run, running);
     const first = await eventuallyStat(file);
@@ -181,7 +261,7 @@ describe('no role stays dead', () => {
   it(
     'npm start restarts a role that died, after a backoff that doubles, and says so; the API answers again on its port',
     async () => {
-      const prefix = `stampcard_sup_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_sup');
       const port = await freePort();
       const run = start({
         DATABASE_URL: db.url,
@@ -193,10 +273,7 @@ describe('no role stays dead', () => {
       onTestFinished(async () => {
         if (run.child.exitCode === null) run.child.kill('SIGTERM');
         await run.exited;
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
       await waitFor(run, /Stampcard API listening/, STARTUP_MS);
       await waitFor(run, /worker and relay running/, STARTUP_MS);
@@ -251,7 +328,7 @@ describe('no role stays dead', () => {
   ])(
     'a role process logs an uncaught %s (its class, never its message) and exits 1 for its supervisor',
     async (kind, origin) => {
-      const prefix = `stampcard_crash_${randomBytes(4).toString('hex')}`;
+      const prefix = uniquePrefix('stampcard_crash');
       const preload = `${pathToFileURL(join(ROOT, 'test/support/crash-on-signal.ts')).href}?${kind}`;
       const run = start({ DATABASE_URL: db.url, QUEUE_PREFIX: prefix, OPERATOR_TOKEN: TOKEN }, [
         '--import',
@@ -262,10 +339,7 @@ describe('no role stays dead', () => {
       onTestFinished(async () => {
         if (run.child.exitCode === null) run.child.kill('SIGKILL');
         await run.exited;
-        const redis = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-        const keys = await redis.keys(`${prefix}:*`);
-        if (keys.length > 0) await redis.del(...keys);
-        redis.disconnect();
+        await deleteRedisKeys(REDIS_URL, prefix);
       });
       await waitFor(run, /worker and relay running/);
       run.child.kill('SIGUSR2');

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { App, Deps } from '@stampcard/api';
 import { createLogger, type Logger, loadConfig } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
@@ -7,9 +6,9 @@ import type { StampcardWorker } from '@stampcard/worker';
 import type { Redis } from 'ioredis';
 import { startStack } from '../../scripts/stack';
 import type { TestDb } from './db';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
 
 export const OPERATOR_TOKEN = 'op_test_token_0123456789abcdef';
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export type TestStack = {
   /** The test's own handle on its database, for factories and for checking rows. */
@@ -93,13 +92,14 @@ export type TestStackOptions = {
  */
 export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): Promise<TestStack> {
   const clock = opts.clock ?? systemClock;
-  const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
+  const prefix = uniquePrefix('stampcard_test');
+  const redisUrl = opts.redisUrl ?? REDIS_URL;
   const logger =
     opts.logger ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
   const config = loadConfig({
     NODE_ENV: 'test',
     DATABASE_URL: db.url,
-    REDIS_URL: opts.redisUrl ?? REDIS_URL,
+    REDIS_URL: redisUrl,
     QUEUE_PREFIX: prefix,
     OPERATOR_TOKEN,
     PORT: '0',
@@ -162,9 +162,9 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     close: async () => {
       await stack.api?.close();
       await Promise.all([stack.stopWorker(), stack.stopDispatcher()]);
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
       await stack.close();
+      // Last, on a connection of its own: queues and workers write keys as they close.
+      await deleteRedisKeys(redisUrl, prefix);
     },
   };
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDb, type TestDb } from './db';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
 import { createTestStack, type TestStack, type TestStackOptions } from './stack';
 
 /** An object that stands for one created in beforeAll: each property read goes to it. */
@@ -39,4 +40,16 @@ export function useTestStack(opts: TestStackOptions = {}): TestStack {
     await db?.drop();
   });
   return lateBound('the test stack', () => stack);
+}
+
+/**
+ * A queue prefix of the test file's own, for queues, workers or processes it starts itself (a test stack has
+ * one already): every key under it is deleted when the file's tests end.
+ */
+export function usePrefix(name: string): string {
+  const prefix = uniquePrefix(name);
+  afterAll(async () => {
+    await deleteRedisKeys(REDIS_URL, prefix);
+  });
+  return prefix;
 }

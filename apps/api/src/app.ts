@@ -13,6 +13,7 @@ import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboar
 import { registerDocs } from './docs';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
+import { allowedMethods } from './lib/allowed-methods';
 import { BODY_LIMITS } from './lib/parse-body';
 import { createReadiness } from './lib/readiness';
 import { apiKeyAuth } from './middleware/auth';
@@ -25,8 +26,6 @@ import { requestLog } from './middleware/request-log';
 import { urlGuard } from './middleware/url-guard';
 import { registerAdmin } from './routes/admin/index';
 import { registerV1 } from './routes/v1/index';
-
-export const MAX_BODY_BYTES = BODY_LIMITS.maxBytes;
 
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
 export function createApp(deps: Deps) {
@@ -61,7 +60,7 @@ export function createApp(deps: Deps) {
   app.use('*', urlGuard);
   app.use(
     '*',
-    limitBody(MAX_BODY_BYTES, (c) => {
+    limitBody(BODY_LIMITS.maxBytes, (c) => {
       const { message, details } = validationError(
         [{ location: 'body', param: '', value: null, msg: 'body is larger than 1 MiB' }],
         'Request body is larger than 1 MiB',
@@ -114,7 +113,23 @@ export function createApp(deps: Deps) {
   app.use('/admin/v1/*', idempotency({ scope: () => 'operator' }));
   registerAdmin(app);
 
-  app.notFound((c) => errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${clip(c.req.path, 200)}`));
+  // A known path with another method is a 405 naming the methods it takes; OPTIONS answers them; 404 is for a
+  // path no route has. Either comes after the path's middleware (authentication, limits), as any answer does.
+  const allowed = allowedMethods(app);
+  app.notFound((c) => {
+    const methods = allowed(c.req.path);
+    const path = clip(c.req.path, 200);
+    if (methods.length === 0) return errorResponse(c, 'NOT_FOUND', `No route for ${c.req.method} ${path}`);
+    const allow = methods.join(', ');
+    if (c.req.method === 'OPTIONS') return c.body(null, 204, { Allow: allow });
+    return errorResponse(
+      c,
+      'METHOD_NOT_ALLOWED',
+      `${clip(c.req.method, 20)} is not allowed on ${path}: it takes ${allow}`,
+      { allowedMethods: methods },
+      { Allow: allow },
+    );
+  });
   app.onError(handleError);
   return app;
 }

@@ -10,6 +10,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import type { AppEnv } from './env';
 import { defaultSupportUrl } from './lib/docs-paths';
+import { unsupportedContentType } from './lib/body';
 
 type Details = Record<string, unknown>;
 
@@ -102,6 +103,7 @@ const HTTP_STATUS_CODES: Partial<Record<number, ErrorCode>> = {
   401: 'AUTHENTICATION_REQUIRED',
   403: 'NOT_AUTHORIZED',
   404: 'NOT_FOUND',
+  405: 'METHOD_NOT_ALLOWED',
   429: 'RATE_LIMIT',
   503: 'UNAVAILABLE',
 };
@@ -115,12 +117,11 @@ function fromHttpException(err: HTTPException, c: Context<AppEnv>) {
   if (code === 'INTERNAL_ERROR') return internalError(err, c);
   if (code !== 'VALIDATION_ERROR')
     return errorResponse(c, code, err.message || ERROR_CATALOG[code].name, {}, headers);
-  const msg =
+  const refused =
     err.status === 415
-      ? 'Unsupported Content-Type: send application/json or application/x-www-form-urlencoded'
-      : err.message || 'Bad request';
-  const { details } = validationError([{ location: 'body', param: '', value: null, msg }], msg);
-  return errorResponse(c, code, msg, details, headers);
+      ? unsupportedContentType(c.req.header('content-type'))
+      : validationError([{ location: 'body', param: '', value: null, msg: err.message || 'Bad request' }]);
+  return errorResponse(c, code, refused.message, refused.details, headers);
 }
 
 function internalError(err: unknown, c: Context<AppEnv>) {

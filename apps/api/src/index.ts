@@ -22,7 +22,7 @@ export type RunningApi = { server: ServerType; port: number; close(): Promise<vo
 
 export type ServeOptions = {
   port: number;
-  /** @defaultValue `0.0.0.0` */
+  /** The address to listen on (`HOST`). @defaultValue `127.0.0.1`: this machine only */
   host?: string;
   /**
    * Longest a client may take to send its headers, in ms (slow clients hold sockets).
@@ -79,7 +79,7 @@ export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningA
       {
         fetch: app.fetch,
         port: opts.port,
-        hostname: opts.host ?? '0.0.0.0',
+        hostname: opts.host ?? '127.0.0.1',
         serverOptions: {
           headersTimeout: opts.headersTimeoutMs ?? 10_000,
           requestTimeout: opts.requestTimeoutMs ?? 30_000,

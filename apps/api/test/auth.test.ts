@@ -4,6 +4,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
 import { makeCampaign, makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 // The worker runs so that `?wait=true` applies actions; requests refused here never reach it.
@@ -333,12 +334,75 @@ describe('routes outside the API resources', () => {
     const v1 = expectErrorShape(await api(w.key).get('/v1/no-such-thing'), 404, 'NOT_FOUND');
     expect(v1.message).toContain('/v1/no-such-thing');
     expectErrorShape(await api(w.key).get('/v1/campaign'), 404, 'NOT_FOUND');
-    expectErrorShape(await api(w.key).delete(`/v1/campaign/${w.campaign.id}`), 404, 'NOT_FOUND');
     expectErrorShape(await api().get('/no-such-thing'), 404, 'NOT_FOUND');
+    expectErrorShape(
+      await api(w.key).delete(`/v1/campaign/${w.campaign.id}/no-such-thing`),
+      404,
+      'NOT_FOUND',
+    );
     expectErrorShape(await api().get('/v2/campaigns'), 404, 'NOT_FOUND');
     // A long path is echoed as an excerpt.
     const long = expectErrorShape(await api().get(`/${'x'.repeat(5000)}`), 404, 'NOT_FOUND');
     expect(long.message.length).toBeLessThan(300);
+  });
+
+  it('answers a known path with a method it does not take 405 METHOD_NOT_ALLOWED, listing its methods in Allow', async () => {
+    const w = await makeWorld(stack.ctx);
+    const raw = (method: string, path: string, key?: string) =>
+      stack.app.request(path, { method, headers: key ? { authorization: `Bearer ${key}` } : {} });
+    const reply = async (res: Response): Promise<Reply> => ({
+      status: res.status,
+      body: await res.json(),
+      headers: res.headers,
+    });
+    const action = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+    for (const method of ['GET', 'PUT', 'PATCH', 'DELETE']) {
+      const res = await raw(method, action, w.key);
+      expect(res.headers.get('allow'), method).toBe('POST, OPTIONS');
+      const body = expectErrorShape(await reply(res), 405, 'METHOD_NOT_ALLOWED');
+      expect(body).toMatchObject({
+        name: 'MethodNotAllowed',
+        message: `${method} is not allowed on ${action}: it takes POST, OPTIONS`,
+        allowedMethods: ['POST', 'OPTIONS'],
+      });
+    }
+    // A path with several routes lists them all; HEAD wherever GET is.
+    const participant = `/v1/campaign/${w.campaign.id}/participant/ada@example.com`;
+    const put = await raw('PUT', participant, w.key);
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD, POST, PATCH, DELETE, OPTIONS');
+    // Paths outside /v1 too: the operator API, and /health without a key.
+    const admin = await raw('DELETE', '/admin/v1/accounts', OPERATOR_TOKEN);
+    expectErrorShape(await reply(admin), 405, 'METHOD_NOT_ALLOWED');
+    expect(admin.headers.get('allow')).toBe('POST, OPTIONS');
+    const health = await raw('POST', '/health');
+    expectErrorShape(await reply(health), 405, 'METHOD_NOT_ALLOWED');
+    expect(health.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    // The API key is checked first, as on every /v1 path: without one the answer is 403, known path or not.
+    expectErrorShape(await reply(await raw('PUT', action)), 403, 'NOT_AUTHORIZED');
+  });
+
+  it('answers OPTIONS on a known path 204 with Allow, HEAD as GET without a body, and both 404 on an unknown path', async () => {
+    const w = await makeWorld(stack.ctx);
+    const auth = { authorization: `Bearer ${w.key}` };
+    const campaign = `/v1/campaign/${w.campaign.id}`;
+    const options = await stack.app.request(`${campaign}/loyalty-action`, {
+      method: 'OPTIONS',
+      headers: auth,
+    });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('POST, OPTIONS');
+    expect(await options.text()).toBe('');
+    const head = await stack.app.request(campaign, { method: 'HEAD', headers: auth });
+    const get = await stack.app.request(campaign, { method: 'GET', headers: auth });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'));
+    expect(await head.text()).toBe('');
+    for (const method of ['OPTIONS', 'HEAD']) {
+      const res = await stack.app.request('/v1/no-such-thing', { method, headers: auth });
+      expect(res.status, method).toBe(404);
+      expect(res.headers.get('allow')).toBeNull();
+    }
   });
 
   it('GET /health answers 200 without a key', async () => {

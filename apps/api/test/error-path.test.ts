@@ -42,11 +42,12 @@ describe('framework exceptions keep their status', () => {
     expect(r.headers.get('retry-after')).toBe('7');
   });
 
-  it('401, 403, 404 and 503 map to their codes; another 4xx is a 400; a 5xx is a logged 500', async () => {
+  it('401, 403, 404, 405 and 503 map to their codes; another 4xx is a 400; a 5xx is a logged 500', async () => {
     for (const [status, expected, code] of [
       [401, 401, 'AUTHENTICATION_REQUIRED'],
       [403, 403, 'NOT_AUTHORIZED'],
       [404, 404, 'NOT_FOUND'],
+      [405, 405, 'METHOD_NOT_ALLOWED'],
       [503, 503, 'UNAVAILABLE'],
       [418, 400, 'VALIDATION_ERROR'],
       [501, 500, 'INTERNAL_ERROR'],

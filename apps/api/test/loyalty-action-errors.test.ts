@@ -4,6 +4,7 @@ import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
 import { makeCampaign, makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 /**
@@ -271,17 +272,59 @@ describe('400 VALIDATION_ERROR on the trigger by email', () => {
     await expectValidation(() => api(w.key).post(actionPath(w), form, FORM_TYPE));
   });
 
-  it('refuses an unsupported content type', async () => {
+  it('refuses an unsupported content type, naming the two it takes, on the content-type header', async () => {
     const w = await makeWorld(stack.ctx);
     const raw = JSON.stringify({ participantEmail: uniqueEmail(), rewardId: w.reward.id });
     for (const type of ['text/plain', 'application/xml', 'multipart/form-data; boundary=x']) {
       const body = await expectValidation(() =>
         api(w.key).post(actionPath(w), raw, { 'content-type': type }),
       );
-      expect(body.message).toMatch(/Content-Type/);
+      expect(body.message).toBe(
+        `Unsupported Content-Type ${type.split(';')[0]}: send JSON with Content-Type: application/json, or form fields with Content-Type: application/x-www-form-urlencoded`,
+      );
+      expect(body.errors).toEqual([
+        {
+          location: 'headers',
+          param: 'content-type',
+          value: type,
+          msg: expect.stringMatching(
+            /^is not supported: send JSON with Content-Type: application\/json, or form fields/,
+          ),
+        },
+      ]);
     }
     // The same body as JSON is accepted.
     expect((await api(w.key).post(actionPath(w), raw, JSON_TYPE)).status).toBe(200);
+  });
+
+  it('refuses JSON sent as a form (curl -d without a content type) by naming application/json, not the fields', async () => {
+    const w = await makeWorld(stack.ctx);
+    const raw = JSON.stringify({ participantEmail: uniqueEmail(), rewardId: w.reward.id });
+    for (const json of [raw, ` \n${raw}`, '[1,2]']) {
+      const body = await expectValidation(() => api(w.key).post(actionPath(w), json, FORM_TYPE));
+      expect(body.message).toBe(
+        'Request body is JSON sent as application/x-www-form-urlencoded (what curl -d sends unless told otherwise): send it with Content-Type: application/json',
+      );
+      expect(body.errors).toEqual([
+        {
+          location: 'headers',
+          param: 'content-type',
+          value: 'application/x-www-form-urlencoded',
+          msg: 'says the body is form fields, but it is JSON: send it with Content-Type: application/json',
+        },
+      ]);
+      expect(body.message).not.toMatch(/is required|unknown field/);
+    }
+    // The operator API answers the same (every route with a body is guarded alike).
+    const op = await client(inProcess(stack.app), OPERATOR_TOKEN).post(
+      '/admin/v1/accounts',
+      '{"name":"Acme","plan":"GROWTH","participantQuota":10}',
+      FORM_TYPE,
+    );
+    expect(expectErrorShape(op, 400, 'VALIDATION_ERROR').errors[0]).toMatchObject({
+      location: 'headers',
+      param: 'content-type',
+    });
   });
 });
 
@@ -304,6 +347,21 @@ describe('bodies without a content type', () => {
     expect(res.status).toBe(200);
     const body = (await res.json()) as { action: { status: string } };
     expect(body.action.status).toBe('QUEUED');
+  });
+
+  it('refuses a body without a content type that is not JSON, naming both content types', async () => {
+    const w = await makeWorld(stack.ctx);
+    const form = `participantEmail=${encodeURIComponent(uniqueEmail())}&rewardId=${w.reward.id}`;
+    const body = await expectValidation(async () => {
+      const res = await rawPost(w, new TextEncoder().encode(form));
+      return { status: res.status, body: await res.json(), headers: res.headers };
+    });
+    expect(body.message).toBe(
+      'Request body has no Content-Type and is not JSON: send JSON with Content-Type: application/json, or form fields with Content-Type: application/x-www-form-urlencoded',
+    );
+    expect(body.errors).toEqual([
+      { location: 'headers', param: 'content-type', value: null, msg: expect.stringMatching(/^is missing/) },
+    ]);
   });
 
   it('validates an empty body without a content type as {}', async () => {

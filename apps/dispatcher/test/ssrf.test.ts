@@ -58,6 +58,8 @@ describe('SSRF guard', () => {
         param: 'url',
         msg: expect.stringMatching(/not a public address/),
       });
+      // The refusal names the setting that allows a receiver on this machine.
+      expect(body.errors[0].msg, url).toContain('WEBHOOK_ALLOW_PRIVATE_NETWORKS=true');
     }
     const ok = await op.post(path, { url: 'https://93.184.215.14/hooks' });
     expect(ok.status).toBe(200);

@@ -39,7 +39,7 @@ describe('graceful shutdown of the worker', () => {
     await stack.stopWorker();
 
     // Nothing is left half-done: no job active, and every applied action is counted exactly once.
-    const queue = stack.deps.queues.loyaltyActions;
+    const queue = stack.deps.queues.forJob('loyalty-action.apply');
     expect(await queue.getActiveCount()).toBe(0);
     const afterStop = await statusCounts(w.campaign.id);
     const [p] = await stack.ctx.db

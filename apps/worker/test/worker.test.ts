@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { actionJob } from '../../../test/support/jobs';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../../../test/support/redis-keys';
 import { useTestStack } from '../../../test/support/use';
 import { ActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
@@ -117,7 +118,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   }
 
   const addJob = (jobId: string, data: unknown, opts: { attempts?: number } = {}) =>
-    stack.deps.queues.loyaltyActions.add('loyalty-action.apply', data, {
+    stack.deps.queues.forJob('loyalty-action.apply').add('loyalty-action.apply', data, {
       jobId,
       backoff: { type: 'fixed', delay: 10 },
       ...opts,
@@ -125,10 +126,10 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
 
   async function finished(jobId: string, state: 'completed' | 'failed' = 'completed') {
     await eventually(
-      async () => (await stack.deps.queues.loyaltyActions.getJob(jobId))?.getState(),
+      async () => (await stack.deps.queues.forJob('loyalty-action.apply').getJob(jobId))?.getState(),
       (s) => s === state,
     );
-    return (await stack.deps.queues.loyaltyActions.getJob(jobId))!;
+    return (await stack.deps.queues.forJob('loyalty-action.apply').getJob(jobId))!;
   }
 
   /** The `loyalty-actions.apply` job carrying the action, once it completed. */
@@ -215,11 +216,9 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
   it('a job whose name is not in the catalog fails at once, without retries', async () => {
     stack.startWorker();
     const id = `unknown-${randomBytes(4).toString('hex')}`;
-    await stack.deps.queues.loyaltyActions.add(
-      '__proto__',
-      { actionId: 'act_x' },
-      { jobId: id, attempts: 5 },
-    );
+    await stack.deps.queues
+      .forJob('loyalty-action.apply')
+      .add('__proto__', { actionId: 'act_x' }, { jobId: id, attempts: 5 });
     const job = await finished(id, 'failed');
     expect(job.attemptsMade).toBe(1);
     expect(job.failedReason).toBe('Unknown job name: not in the job catalog for this process');
@@ -231,7 +230,7 @@ describe('a job that fails', () => {
 
   it('keeps no query parameters in Redis: the failed reason is the error class and code', async () => {
     const email = uniqueEmail('private');
-    const prefix = `stampcard_test_${randomBytes(6).toString('hex')}`;
+    const prefix = uniquePrefix('stampcard_test');
     // A real PostgreSQL error whose query carries an email, as an apply that fails on a participant would.
     const batcher = new ActionBatcher({
       apply: async () => {
@@ -265,8 +264,8 @@ describe('a job that fails', () => {
       expect(JSON.stringify([job.failedReason, job.stacktrace])).not.toContain(email);
     } finally {
       await worker.close();
-      await queue.obliterate({ force: true });
       await queue.close();
+      await deleteRedisKeys(REDIS_URL, prefix);
     }
   });
 });

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { ConfigError } from './errors';
+import type { LogFormat } from './logger';
 
 const intFromEnv = (fallback: number, min = 0) =>
   z.coerce.number().int().min(min).max(2_147_483_647).default(fallback);
@@ -14,13 +16,33 @@ export const envSchema = z.object({
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
   /** HTTP port of the API. Default 3000. */
   PORT: intFromEnv(3000),
-  /** Host the API binds to. Default 0.0.0.0. */
-  HOST: z.string().min(1).default('0.0.0.0'),
-  /** Bearer token of the operator API and dashboard. Generated and printed in development when unset. */
+  /**
+   * The address the API listens on: this machine only by default; `0.0.0.0` (every interface) where other
+   * machines must reach it. The container image sets `0.0.0.0`, and Compose publishes the port on 127.0.0.1.
+   * @defaultValue 127.0.0.1
+   */
+  HOST: z.string().min(1).default('127.0.0.1'),
+  /**
+   * Bearer token of the operator API and dashboard, 16 characters or more. Required in production; elsewhere,
+   * when unset, one is generated on the first start and kept in `OPERATOR_TOKEN_FILE` for the next.
+   * @defaultValue unset: the token in `OPERATOR_TOKEN_FILE` (outside production)
+   */
   OPERATOR_TOKEN: z.string().min(16, 'OPERATOR_TOKEN must be at least 16 characters').optional(),
+  /**
+   * Where a start without `OPERATOR_TOKEN` (outside production) keeps the token it generated, so the next start
+   * uses the same one (mode 0600; see `keepOperatorToken`). Relative to the directory the service starts in.
+   * @defaultValue .stampcard/operator-token
+   */
+  OPERATOR_TOKEN_FILE: z.string().min(1).default('.stampcard/operator-token'),
   /** Prefix of every BullMQ key in Redis. Default `stampcard`. */
   QUEUE_PREFIX: z.string().min(1).default('stampcard'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * How logs are written: `json`, one JSON object per line (for a log collector), or `pretty`, readable lines
+   * for a terminal (pino-pretty). Production logs are JSON: `pretty` is refused with `NODE_ENV=production`.
+   * @defaultValue `pretty` when the environment sets `NODE_ENV=development`, else `json`
+   */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   /**
    * Jobs one worker process holds at once. More than a batch, so that jobs keep arriving while batches commit.
    * @defaultValue 256
@@ -61,7 +83,9 @@ export const envSchema = z.object({
    */
   HEARTBEAT_FILE: z.string().min(1).optional(),
   /**
-   * Deliver webhooks to private, loopback, link-local and other non-public addresses (local receivers, tests).
+   * Register and deliver webhooks to private, loopback, link-local and other non-public addresses (local
+   * receivers, tests). The API reads it when an endpoint is registered, the dispatcher at every delivery: set it
+   * for both (a refused registration names it).
    * @defaultValue false
    */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: z
@@ -169,11 +193,16 @@ export const envSchema = z.object({
 });
 
 export type Env = z.infer<typeof envSchema>;
-export type Config = Env & { OPERATOR_TOKEN: string; operatorTokenGenerated: boolean };
+export type Config = Omit<Env, 'LOG_FORMAT'> & {
+  LOG_FORMAT: LogFormat;
+  OPERATOR_TOKEN: string;
+  /** True when the environment set no token (it is printed at start). */
+  operatorTokenGenerated: boolean;
+  /** The file the token was read from or written to, when `keepOperatorToken` kept it in one. */
+  operatorTokenFile?: string;
+};
 
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+export { ConfigError };
 
 type RawEnv = Record<string, string | undefined>;
 
@@ -195,10 +224,18 @@ function parseEnv<T extends z.ZodType>(schema: T, env: RawEnv): z.infer<T> {
 
 /**
  * Parses the environment once, at start. A wrong value stops the process with a message that names it.
- * In production OPERATOR_TOKEN is required; elsewhere a random one is generated (and flagged so it is printed).
+ * In production OPERATOR_TOKEN is required; elsewhere a random one is generated (and flagged so it is printed):
+ * `keepOperatorToken` then keeps it in a file, so that every start uses the same one.
  */
 export function loadConfig(env: RawEnv = process.env): Config {
-  const cfg = parseEnv(envSchema, env);
+  const parsed = parseEnv(envSchema, env);
+  // NODE_ENV's own default is development: only an environment that says so asks for pretty logs.
+  const cfg = { ...parsed, LOG_FORMAT: parsed.LOG_FORMAT ?? logFormatFor(env.NODE_ENV) };
+  if (cfg.NODE_ENV === 'production' && cfg.LOG_FORMAT === 'pretty') {
+    throw new ConfigError(
+      'Invalid environment variable LOG_FORMAT: pretty is for development; production logs are JSON (LOG_FORMAT=json)',
+    );
+  }
   if (cfg.OPERATOR_TOKEN)
     return { ...cfg, OPERATOR_TOKEN: cfg.OPERATOR_TOKEN, operatorTokenGenerated: false };
   if (cfg.NODE_ENV === 'production') {
@@ -208,7 +245,12 @@ export function loadConfig(env: RawEnv = process.env): Config {
   }
   return { ...cfg, OPERATOR_TOKEN: `op_${randomBytes(24).toString('hex')}`, operatorTokenGenerated: true };
 }
+
+const logFormatFor = (nodeEnv: string | undefined): LogFormat =>
+  nodeEnv === 'development' ? 'pretty' : 'json';
+
 export * from './logger';
+export { keepOperatorToken } from './operator-token';
 
 /** What a migration needs and nothing else: `npm run db:migrate` runs without the service's secrets. */
 export function loadDatabaseConfig(env: RawEnv = process.env): Pick<Env, 'DATABASE_URL'> {

@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, loadDatabaseConfig } from '../src/index';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, createLogger, keepOperatorToken, loadConfig, loadDatabaseConfig } from '../src/index';
 
 describe('loadConfig', () => {
   it('gives every setting its default on an empty environment, with a generated operator token', () => {
@@ -9,6 +13,8 @@ describe('loadConfig', () => {
       DATABASE_URL: 'postgres://postgres@127.0.0.1:5432/stampcard',
       REDIS_URL: 'redis://127.0.0.1:6379',
       PORT: 3000,
+      HOST: '127.0.0.1',
+      OPERATOR_TOKEN_FILE: '.stampcard/operator-token',
       QUEUE_PREFIX: 'stampcard',
       WORKER_CONCURRENCY: 256,
       WORKER_BATCH_SIZE: 64,
@@ -79,5 +85,113 @@ describe('loadConfig', () => {
     expect(() => loadDatabaseConfig({ DATABASE_URL: 'nope' })).toThrow(
       /^Invalid environment variable DATABASE_URL:/,
     );
+  });
+});
+
+describe('keepOperatorToken', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stampcard-token-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const fileMode = (file: string) => statSync(file).mode & 0o777;
+
+  it('makes the file on the first start, readable by its owner only, and every later start uses its token', () => {
+    const file = join(dir, 'first', '.stampcard', 'operator-token');
+    const first = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(first.OPERATOR_TOKEN).toMatch(/^op_[0-9a-f]{48}$/);
+    expect(first).toMatchObject({ operatorTokenGenerated: true, operatorTokenFile: file });
+    expect(readFileSync(file, 'utf8').trim()).toBe(first.OPERATOR_TOKEN);
+    expect(fileMode(file)).toBe(0o600);
+    expect(statSync(join(dir, 'first', '.stampcard')).mode & 0o077).toBe(0);
+    // loadConfig alone generates another token each time; the file keeps the first.
+    const second = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(second.OPERATOR_TOKEN).toBe(first.OPERATOR_TOKEN);
+  });
+
+  it('uses the environment token when one is set, and neither reads nor makes the file', () => {
+    const file = join(dir, 'env', 'operator-token');
+    const cfg = keepOperatorToken(
+      loadConfig({ OPERATOR_TOKEN: 'a-long-enough-token', OPERATOR_TOKEN_FILE: file }),
+    );
+    expect(cfg).toMatchObject({ OPERATOR_TOKEN: 'a-long-enough-token', operatorTokenGenerated: false });
+    expect(cfg.operatorTokenFile).toBeUndefined();
+    expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
+  });
+
+  it("makes a token file others could read its owner's only", () => {
+    const file = join(dir, 'open-token');
+    writeFileSync(file, 'op_an_operator_token_kept_by_hand\n', { mode: 0o644 });
+    const cfg = keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }));
+    expect(cfg.OPERATOR_TOKEN).toBe('op_an_operator_token_kept_by_hand');
+    expect(fileMode(file)).toBe(0o600);
+  });
+
+  it('refuses a file that holds no token, and one it cannot write, naming the file and what to do', () => {
+    const file = join(dir, 'short-token');
+    writeFileSync(file, 'short\n', { mode: 0o600 });
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }))).toThrow(ConfigError);
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: file }))).toThrow(
+      `${file} does not hold an operator token (16 or more characters, no spaces): delete it`,
+    );
+    // A folder where the file should be: it can be neither read nor made.
+    const blocked = join(dir, 'short-token', 'operator-token');
+    expect(() => keepOperatorToken(loadConfig({ OPERATOR_TOKEN_FILE: blocked }))).toThrow(
+      /^Cannot keep the operator token in .*short-token\/operator-token \(ENOTDIR\): set OPERATOR_TOKEN/,
+    );
+  });
+});
+
+describe('log format', () => {
+  it('is JSON by default and in production, pretty when NODE_ENV=development or LOG_FORMAT=pretty', () => {
+    expect(loadConfig({}).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'test' }).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'production', OPERATOR_TOKEN: 'x'.repeat(16) }).LOG_FORMAT).toBe('json');
+    expect(loadConfig({ NODE_ENV: 'development' }).LOG_FORMAT).toBe('pretty');
+    expect(loadConfig({ LOG_FORMAT: 'pretty' }).LOG_FORMAT).toBe('pretty');
+    expect(loadConfig({ NODE_ENV: 'development', LOG_FORMAT: 'json' }).LOG_FORMAT).toBe('json');
+    expect(() => loadConfig({ LOG_FORMAT: 'yaml' })).toThrow(/^Invalid environment variable LOG_FORMAT/);
+    expect(() =>
+      loadConfig({ NODE_ENV: 'production', OPERATOR_TOKEN: 'x'.repeat(16), LOG_FORMAT: 'pretty' }),
+    ).toThrow('Invalid environment variable LOG_FORMAT: pretty is for development; production logs are JSON');
+  });
+
+  const collect = () => {
+    let out = '';
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        out += chunk;
+        done();
+      },
+    });
+    return { stream, output: () => out };
+  };
+
+  it('pretty lines are readable, not JSON, and keep the same safe fields (no error message)', () => {
+    const json = collect();
+    createLogger({ level: 'info', name: 'stampcard', destination: json.stream }).info(
+      { port: 3000 },
+      'listening',
+    );
+    expect(JSON.parse(json.output())).toMatchObject({
+      level: 30,
+      msg: 'listening',
+      port: 3000,
+      service: 'stampcard',
+    });
+
+    const pretty = collect();
+    const logger = createLogger({
+      level: 'info',
+      name: 'stampcard',
+      format: 'pretty',
+      destination: pretty.stream,
+    });
+    logger.info({ port: 3000 }, 'listening');
+    logger.error({ err: new Error('ada@example.com not found') }, 'lookup failed');
+    const text = pretty.output();
+    expect(() => JSON.parse(text.split('\n')[0]!)).toThrow();
+    expect(text).toMatch(/INFO.*listening/);
+    expect(text).toMatch(/port: 3000/);
+    expect(text).toMatch(/ERROR.*lookup failed/);
+    expect(text).toMatch(/"type": "Error"/);
+    expect(text).not.toContain('ada@example.com');
   });
 });

@@ -9,6 +9,7 @@ export const ERROR_CATALOG = {
   USAGE_LIMIT: { name: 'UsageLimit', status: 402 },
   NOT_AUTHORIZED: { name: 'NotAuthorized', status: 403 },
   NOT_FOUND: { name: 'NotFound', status: 404 },
+  METHOD_NOT_ALLOWED: { name: 'MethodNotAllowed', status: 405 },
   DUPLICATE_REQUEST: { name: 'DuplicateRequest', status: 409 },
   OPERATION_IN_PROGRESS: { name: 'OperationInProgress', status: 409 },
   PARTICIPANT_BLOCKED: { name: 'ParticipantBlocked', status: 422 },

@@ -6,8 +6,6 @@ import { createRedis, redisReady } from './redis';
 export type Queues = {
   /** The queue a job of the catalog goes to. */
   forJob(name: JobName): Queue;
-  /** The queue of actions to apply (`loyalty-action.apply`). */
-  loyaltyActions: Queue;
   all: Queue[];
   close(): Promise<void>;
 };
@@ -25,7 +23,6 @@ export function createQueues(connection: Redis, prefix: string, onError?: (err: 
   const forJob = (name: JobName) => byName.get(JOBS[name].queue)!;
   return {
     forJob,
-    loyaltyActions: forJob('loyalty-action.apply'),
     all,
     close: async () => {
       await Promise.all(all.map((q) => q.close()));

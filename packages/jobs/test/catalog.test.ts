@@ -1,4 +1,5 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
+import { usePrefix } from '../../../test/support/use';
 import {
   connectQueues,
   deferDeliveries,
@@ -17,6 +18,7 @@ import {
  * lines below are checked by `npm run typecheck`; the rest checks what reaches Redis.
  */
 describe('the job catalog', () => {
+  const prefixes = [usePrefix('stampcard_test_catalog'), usePrefix('stampcard_test_catalog')] as const;
   it('a job name gives its payload type; a wrong payload or name does not compile', () => {
     expectTypeOf<JobPayload<'loyalty-action.apply'>>().toEqualTypeOf<{ actionId: string }>();
     const typeChecks = (queues: Parameters<typeof enqueue>[0]) => {
@@ -39,7 +41,7 @@ describe('the job catalog', () => {
   });
 
   it('enqueue adds jobs under their name, with the catalog retry policy, once per job id', async () => {
-    const prefix = `stampcard_test_catalog_${Date.now().toString(36)}`;
+    const prefix = prefixes[0];
     const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
     try {
       const { producer } = queues;
@@ -55,13 +57,12 @@ describe('the job catalog', () => {
         { actionId: 'act_b' },
       ]);
       expect(waiting[0]!.opts.attempts).toBe(JOBS['loyalty-action.apply'].options.attempts);
-      await producer.queues.forJob('loyalty-action.apply').obliterate({ force: true });
     } finally {
       await queues.close();
     }
   });
   it('enqueueActions puts actions in batch jobs of up to 64, and deferDeliveries delays single jobs', async () => {
-    const prefix = `stampcard_test_catalog_${Date.now().toString(36)}_b`;
+    const prefix = prefixes[1];
     const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
     try {
       const { producer } = queues;
@@ -82,7 +83,6 @@ describe('the job catalog', () => {
       expect(delayed.map((j) => [j.id, j.data, j.opts.delay])).toEqual([
         ['msg_a-2', { messageId: 'msg_a', generation: 2 }, 60_000],
       ]);
-      for (const q of producer.queues.all) await q.obliterate({ force: true });
     } finally {
       await queues.close();
     }

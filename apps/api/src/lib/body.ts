@@ -1,5 +1,5 @@
 import { createRoute, type RouteConfig } from '@hono/zod-openapi';
-import { assertLive } from '@stampcard/core';
+import { assertLive, validationError } from '@stampcard/core';
 import type { MiddlewareHandler } from 'hono';
 import type { ZodType } from 'zod';
 import type { AppEnv } from '../env';
@@ -42,28 +42,70 @@ export function coerceFormValues(schema: ZodType, value: unknown): unknown {
 
 const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
 
+const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;
+const FORM_TYPE = 'application/x-www-form-urlencoded';
+const SEND = `send JSON with Content-Type: application/json, or form fields with Content-Type: ${FORM_TYPE}`;
+
+/**
+ * The 400 for a body the API cannot read as its `Content-Type` (the header, `value`) says: the message names
+ * the content types a body may have. `why` is the header's problem; `message` the whole sentence.
+ */
+function contentTypeError(header: string | undefined, why: string, message: string) {
+  return validationError(
+    [{ location: 'headers', param: 'content-type', value: header ?? null, msg: why }],
+    message,
+  );
+}
+
+/** A body sent with a content type no route takes (`text/plain`, `multipart/form-data`, …). */
+export const unsupportedContentType = (header: string | undefined) =>
+  contentTypeError(
+    header,
+    `is not supported: ${SEND}`,
+    `Unsupported Content-Type ${mediaType(header) || '(none)'}: ${SEND}`,
+  );
+
 /**
  * Every body is checked while it is parsed, before its route's schema sees it (see `parseJsonBody`):
  * depth, prototype keys, strings PostgreSQL refuses. POST bodies may also be form-encoded ("standard
  * parameters are also accepted"): a form body becomes the JSON the route validates, its values coerced to
- * the schema's types. An empty body with no content type counts as `{}`.
+ * the schema's types. A body without a content type is read as JSON (an empty one counts as `{}`). A body the
+ * API cannot read as its content type says (another type; JSON sent as a form, which is what `curl -d` does
+ * unless told otherwise; no type and no JSON) is a 400 naming the content types it takes, never a list of
+ * missing fields.
  */
 export function guardBody(schema: ZodType): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     // Work its deadline already answered stops here: the request's body cannot be read any more.
     assertLive(c.get('ctx'));
-    const type = mediaType(c.req.header('content-type'));
-    if (type === 'application/x-www-form-urlencoded') {
-      const form = parseFormBody(await c.req.text());
-      replaceBody(c.req, JSON.stringify(coerceFormValues(schema, form)));
+    const header = c.req.header('content-type');
+    const type = mediaType(header);
+    if (type === FORM_TYPE) {
+      const text = await c.req.text();
+      if (/^\s*[{[]/.test(text)) {
+        throw contentTypeError(
+          header,
+          `says the body is form fields, but it is JSON: send it with Content-Type: application/json`,
+          'Request body is JSON sent as application/x-www-form-urlencoded (what curl -d sends unless told otherwise): send it with Content-Type: application/json',
+        );
+      }
+      replaceBody(c.req, JSON.stringify(coerceFormValues(schema, parseFormBody(text))));
     } else if (type === '') {
       const text = await c.req.text();
       const json = text.trim() === '' ? '{}' : text;
-      parseJsonBody(json);
+      parseJsonBody(json, () =>
+        contentTypeError(
+          header,
+          `is missing, and the body is not JSON: ${SEND}`,
+          `Request body has no Content-Type and is not JSON: ${SEND}`,
+        ),
+      );
       replaceBody(c.req, json);
-    } else if (/^application\/([\w.-]+\+)?json$/.test(type)) {
+    } else if (JSON_TYPE.test(type)) {
       // The text stays cached on the request, so the route's validator parses what was checked here.
       parseJsonBody(await c.req.text());
+    } else {
+      throw unsupportedContentType(header);
     }
     await next();
   };

@@ -17,6 +17,8 @@ export const ERROR_DESCRIPTIONS = {
     "A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.",
   NOT_FOUND:
     'An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.',
+  METHOD_NOT_ALLOWED:
+    'A known path with a method it does not take; the `Allow` header and `allowedMethods` list the ones it does (an unknown path is `NOT_FOUND`).',
   DUPLICATE_REQUEST:
     'The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.',
   OPERATION_IN_PROGRESS:
@@ -84,6 +86,9 @@ export const ErrorBody = z
       })
       .optional()
       .openapi({ description: 'OPERATION_IN_PROGRESS: the operation running; times in UTC ms' }),
+    allowedMethods: z.array(z.string()).optional().openapi({
+      description: 'METHOD_NOT_ALLOWED: the methods the path takes, as the `Allow` header lists them',
+    }),
     policyName: z
       .enum(['SECOND', 'MINUTE', 'HOUR', 'CONCURRENCY'])
       .optional()
@@ -114,6 +119,10 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: Record<string, un
   USAGE_LIMIT: { message: 'Participant quota has been exhausted: upgrade the plan to add more participants' },
   NOT_AUTHORIZED: { message: 'The API key is revoked or mistyped' },
   NOT_FOUND: { message: 'Campaign a1b2c3d4 does not exist' },
+  METHOD_NOT_ALLOWED: {
+    message: 'PUT is not allowed on /v1/campaign/a1b2c3d4/loyalty-action: it takes POST, OPTIONS',
+    details: { allowedMethods: ['POST', 'OPTIONS'] },
+  },
   DUPLICATE_REQUEST: {
     message: 'An identical request is still being processed: wait for it to finish before sending it again',
     details: {
@@ -164,6 +173,7 @@ const STATUS_TITLES: Record<number, string> = {
   402: 'Usage limit',
   403: 'Not authorized',
   404: 'Not found',
+  405: 'Method not allowed',
   409: 'Conflict',
   422: 'Participant blocked',
   429: 'Rate limit',

@@ -85,20 +85,24 @@ function jsonDepthExceeds(text: string, max: number): boolean {
   return false;
 }
 
+const malformedJson = () =>
+  validationError(
+    [{ location: 'body', param: '', value: null, msg: 'is not valid JSON' }],
+    'Malformed JSON in request body',
+  );
+
 /**
  * A JSON body, checked: depth at most `BODY_LIMITS.maxDepth`, no prototype keys, no string PostgreSQL
  * refuses. Every failure is a ValidationError naming the place.
+ * @param malformed the error for a text that is not JSON at all. @defaultValue "Malformed JSON in request body"
  */
-export function parseJsonBody(text: string): unknown {
+export function parseJsonBody(text: string, malformed: () => Error = malformedJson): unknown {
   if (jsonDepthExceeds(text, BODY_LIMITS.maxDepth)) throw tooDeep();
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw validationError(
-      [{ location: 'body', param: '', value: null, msg: 'is not valid JSON' }],
-      'Malformed JSON in request body',
-    );
+    throw malformed();
   }
   const issues = checkTree(value);
   if (issues.length > 0) throw validationError(issues);

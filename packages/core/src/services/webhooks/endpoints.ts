@@ -48,6 +48,11 @@ export type EndpointOptions = {
 /** The rotation overlap when the operator names none: old and new secrets both sign for 24 h. */
 export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
 
+/** The refusal of a non-public receiver, with the setting that allows one (a receiver on this machine). */
+const notPublic = (why: string) =>
+  `${why}: receivers on this host or a private network are refused unless the service runs with ` +
+  'WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (API and dispatcher; for local development only)';
+
 /**
  * The URL, checked as it is registered: http(s), and its host, an IP literal or a name as it resolves now, must
  * be public (unless allowed).
@@ -57,7 +62,8 @@ async function checkedUrl(url: string, opts: EndpointOptions): Promise<string> {
   try {
     return (await checkResolvedDestination(url, opts)).toString();
   } catch (err) {
-    if (err instanceof DestinationRefusedError) msg = err.message;
+    if (err instanceof DestinationRefusedError)
+      msg = err.reason === 'NOT_PUBLIC' ? notPublic(err.message) : err.message;
     else if (err instanceof TypeError) msg = 'must be an absolute http or https URL';
     else throw err;
   }

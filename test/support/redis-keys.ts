@@ -1,0 +1,30 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+
+/** The Redis the tests share (other runs use it at the same time: only a test's own keys are ever deleted). */
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * Deletes every key under `prefix:` (SCAN, never KEYS, which blocks a shared Redis; UNLINK frees memory off
+ * the main thread), on a connection of its own, so it also runs after the stack's connections are closed: a
+ * queue or worker closing writes its keys last. Answers how many it deleted.
+ */
+export async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  let deleted = 0;
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) deleted += await redis.unlink(...keys);
+    } while (cursor !== '0');
+    return deleted;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `<name>_<12 hex>`: a queue prefix (QUEUE_PREFIX) no other test run uses. */
+export const uniquePrefix = (name: string) => `${name}_${randomBytes(6).toString('hex')}`;

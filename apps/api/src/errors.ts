@@ -9,8 +9,8 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ZodError } from 'zod';
 import type { AppEnv } from './env';
-import { defaultSupportUrl } from './lib/docs-paths';
 import { unsupportedContentType } from './lib/body';
+import { defaultSupportUrl } from './lib/docs-paths';
 
 type Details = Record<string, unknown>;
 

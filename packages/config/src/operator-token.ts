@@ -1,7 +1,6 @@
 import { chmodSync, linkSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ConfigError } from './errors';
-import type { Config } from './index';
 
 function readToken(file: string): string {
   // Anyone else on the machine could read a token left group- or world-readable: only its owner may.
@@ -15,6 +14,9 @@ function readToken(file: string): string {
   return token;
 }
 
+/** What `keepOperatorToken` reads of a config (the `Config` itself, without importing it). */
+type TokenConfig = { OPERATOR_TOKEN: string; OPERATOR_TOKEN_FILE: string; operatorTokenGenerated?: boolean };
+
 /**
  * `config` with an operator token that stays the same from one start to the next when the environment sets
  * none: the one in `OPERATOR_TOKEN_FILE` when that file exists, else the token `loadConfig` generated, written
@@ -22,7 +24,7 @@ function readToken(file: string): string {
  * place, so two processes starting at once agree on one token). A token from the environment wins: it is
  * used as it is, and the file is neither read nor made.
  */
-export function keepOperatorToken(config: Config): Config {
+export function keepOperatorToken<C extends TokenConfig>(config: C): C & { operatorTokenFile?: string } {
   if (!config.operatorTokenGenerated) return config;
   try {
     return { ...config, ...tokenFromFile(config.OPERATOR_TOKEN_FILE, config.OPERATOR_TOKEN) };

@@ -3,7 +3,7 @@ import { PLANS, ROLES } from '@stampcard/db';
 import { operatorCampaign } from '../../lib/views';
 import { antiFraudSchema, pointsConversionSchema, rateLimitsSchema } from './schemas';
 
-/** What the operator API answers: the shapes `packages/core/src/services/operator.ts` returns. */
+/** What the operator API answers: the shapes `packages/core/src/services/operator/` returns. */
 
 const ms = (description: string) =>
   z

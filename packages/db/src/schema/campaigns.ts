@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts';
 
@@ -81,5 +82,6 @@ export const rewards = pgTable(
     metadata: jsonb('metadata').$type<Metadata>(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [index('rewards_campaign_idx').on(t.campaignId)],
+  // A campaign's rewards, and their page by id byte by byte (the operator's list).
+  (t) => [index('rewards_campaign_page_idx').on(t.campaignId, sql`(${t.id} collate "C")`)],
 );

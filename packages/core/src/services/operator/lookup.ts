@@ -1,22 +1,39 @@
-import { accounts, campaigns, rewards } from '@stampcard/db';
+import { accounts, apiKeys, campaigns, rewards, users } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
+import type { PgColumn, PgTable } from 'drizzle-orm/pg-core';
 import type { Ctx } from '../../context';
 import { notFound, validationError } from '../../errors';
 
 /** Look-ups the operator's verbs share: each throws the domain error of what it names being absent. */
 
-export async function requireAccount(ctx: Ctx, accountId: string) {
-  const [row] = await ctx.db.select().from(accounts).where(eq(accounts.id, accountId)).limit(1);
-  if (!row) throw notFound(`Account ${accountId}`);
-  return row;
+/** The row of `table` with this id (locked FOR UPDATE when `lock`); 404 naming it as `what` when absent. */
+async function requireById<T extends PgTable & { id: PgColumn }>(
+  ctx: Ctx,
+  table: T,
+  id: string,
+  what: string,
+  lock = false,
+): Promise<T['$inferSelect']> {
+  const q = ctx.db
+    .select()
+    .from(table as PgTable)
+    .where(eq(table.id, id))
+    .limit(1);
+  const [row] = lock ? await q.for('update') : await q;
+  if (!row) throw notFound(`${what} ${id}`);
+  return row as T['$inferSelect'];
 }
 
-export async function requireCampaign(ctx: Ctx, campaignId: string, lock = false) {
-  const q = ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId)).limit(1);
-  const [row] = lock ? await q.for('update') : await q;
-  if (!row) throw notFound(`Campaign ${campaignId}`);
-  return row;
-}
+export const requireAccount = (ctx: Ctx, accountId: string) =>
+  requireById(ctx, accounts, accountId, 'Account');
+
+export const requireUser = (ctx: Ctx, userId: string, lock = false) =>
+  requireById(ctx, users, userId, 'User', lock);
+
+export const requireApiKey = (ctx: Ctx, keyId: string) => requireById(ctx, apiKeys, keyId, 'API key');
+
+export const requireCampaign = (ctx: Ctx, campaignId: string, lock = false) =>
+  requireById(ctx, campaigns, campaignId, 'Campaign', lock);
 
 export async function assertRewardInCampaign(ctx: Ctx, campaignId: string, rewardId: string, param: string) {
   const [r] = await ctx.db

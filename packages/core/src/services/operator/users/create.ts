@@ -1,32 +1,16 @@
-import { campaigns, type Role, users } from '@stampcard/db';
-import { and, eq, inArray } from 'drizzle-orm';
+import { type Role, users } from '@stampcard/db';
 import { type Ctx, commitWrite } from '../../../context';
 import { validationError } from '../../../errors';
 import { newId } from '../../../ids';
 import { requireAccount } from '../lookup';
+import { campaignAccess } from './access';
+import { serializeUser } from './serialize';
 
 export type UserInput = { email: string; role: Role; campaignIds?: string[] };
 
 export async function createUser(ctx: Ctx, accountId: string, input: UserInput) {
   await requireAccount(ctx, accountId);
-  const campaignIds = [...new Set(input.campaignIds ?? [])];
-  if (campaignIds.length > 0) {
-    const owned = await ctx.db
-      .select({ id: campaigns.id })
-      .from(campaigns)
-      .where(and(eq(campaigns.accountId, accountId), inArray(campaigns.id, campaignIds)));
-    const missing = campaignIds.filter((id) => !owned.some((o) => o.id === id));
-    if (missing.length > 0) {
-      throw validationError(
-        missing.map((id) => ({
-          location: 'body',
-          param: 'campaignIds',
-          value: id,
-          msg: 'no such campaign in this account',
-        })),
-      );
-    }
-  }
+  const campaignIds = await campaignAccess(ctx, accountId, input.campaignIds ?? []);
   const [row] = await commitWrite(ctx, () =>
     ctx.db
       .insert(users)
@@ -51,12 +35,5 @@ export async function createUser(ctx: Ctx, accountId: string, input: UserInput) 
       },
     ]);
   }
-  return {
-    id: row.id,
-    accountId: row.accountId,
-    email: row.email,
-    role: row.role,
-    campaignIds: row.campaignIds,
-    createdAt: row.createdAt.getTime(),
-  };
+  return serializeUser(row);
 }

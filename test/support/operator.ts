@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import { client, expectErrorShape, type Reply } from './client';
 import { OPERATOR_TOKEN, type TestStack, type TestStackOptions } from './stack';
 import { useTestStack } from './use';
@@ -110,7 +110,26 @@ export function operatorKit(stack: TestStack) {
     expectListedOnce(pages, items, made);
     return pages;
   };
-  return { op, asKey, newAccount, newCampaign, newReward, newUser, newKey, pageThrough, expectPagedOnce };
+  /**
+   * Declares the tests that the list at `path()` (made per test: it may create what it lists) answers a 400
+   * naming the parameter for each of `LIST_QUERY_REFUSALS` and of the list's own `more`.
+   */
+  const itRefusesBadQueries = (path: () => Promise<string> | string, more: [string, string, string][] = []) =>
+    it.each([...LIST_QUERY_REFUSALS, ...more])('400 for %s', async (_label, query, param) => {
+      expectValidation(await op.get(`${await path()}?${query}`), param);
+    });
+  return {
+    op,
+    asKey,
+    newAccount,
+    newCampaign,
+    newReward,
+    newUser,
+    newKey,
+    pageThrough,
+    expectPagedOnce,
+    itRefusesBadQueries,
+  };
 }
 
 /**

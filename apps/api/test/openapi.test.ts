@@ -343,6 +343,11 @@ describe('answers match the document', () => {
     conforms('GET', '/admin/v1/accounts/{accountId}', await op.get(`/admin/v1/accounts/${account.id}`));
     conforms(
       'GET',
+      '/admin/v1/accounts/{accountId}/campaigns',
+      await op.get(`/admin/v1/accounts/${account.id}/campaigns`),
+    );
+    conforms(
+      'GET',
       '/admin/v1/accounts/{accountId}/users',
       await op.get(`/admin/v1/accounts/${account.id}/users`),
     );

@@ -43,6 +43,7 @@ describe('operator authorisation', () => {
     ['GET', '/admin/v1/api-keys/key_x'],
     ['DELETE', '/admin/v1/api-keys/key_x'],
     ['POST', '/admin/v1/accounts/acct_x/campaigns'],
+    ['GET', '/admin/v1/accounts/acct_x/campaigns'],
     ['GET', '/admin/v1/campaigns/abcdefgh'],
     ['PATCH', '/admin/v1/campaigns/abcdefgh'],
     ['POST', '/admin/v1/campaigns/abcdefgh/rewards'],

@@ -50,7 +50,8 @@ export const campaigns = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [index('campaigns_account_idx').on(t.accountId)],
+  // An account's campaigns, and their page by id byte by byte (the operator's list).
+  (t) => [index('campaigns_account_page_idx').on(t.accountId, sql`(${t.id} collate "C")`)],
 );
 
 export const rewards = pgTable(

@@ -8,6 +8,7 @@ import { registerListApiKeys } from './api-keys/list-api-keys';
 import { registerRevokeApiKey } from './api-keys/revoke-api-key';
 import { registerCreateCampaign } from './campaigns/create-campaign';
 import { registerGetCampaignForOperator } from './campaigns/get-campaign';
+import { registerListCampaigns } from './campaigns/list-campaigns';
 import { registerUpdateCampaign } from './campaigns/update-campaign';
 import { registerListParticipantsByRisk } from './participants/list-participants-by-risk';
 import { registerSetFraudRiskLevel } from './participants/set-fraud-risk-level';
@@ -36,6 +37,7 @@ export function registerAdmin(app: App) {
   registerGetApiKey(app);
   registerRevokeApiKey(app);
   registerCreateCampaign(app);
+  registerListCampaigns(app);
   registerGetCampaignForOperator(app);
   registerUpdateCampaign(app);
   registerCreateReward(app);

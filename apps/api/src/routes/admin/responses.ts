@@ -117,3 +117,5 @@ export const QueueList = z.strictObject({
     }),
   ),
 });
+
+export const OperatorCampaignPage = page('campaigns', OperatorCampaign, 'campaign', 'OperatorCampaignPage');

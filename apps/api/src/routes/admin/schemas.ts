@@ -65,6 +65,11 @@ export const AccountListQuery = z.strictObject({
   plan: z.enum(PLANS).optional().openapi({ description: 'Only accounts on this plan' }),
 });
 
+export const CampaignListQuery = z.strictObject({
+  ...pageQuery,
+  status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ description: 'Only campaigns in this status' }),
+});
+
 export const UserListQuery = z.strictObject({
   ...pageQuery,
   role: z.enum(ROLES).optional().openapi({ description: 'Only users with this role' }),

@@ -9,5 +9,9 @@ export type AccountListQuery = OperatorPageQuery & { plan?: Plan };
 /** Every account, by id, cursor-paged (`pageById`); `plan` keeps the accounts on that plan. */
 export async function listAccounts(ctx: Ctx, q: AccountListQuery) {
   const where = q.plan ? eq(accounts.plan, q.plan) : undefined;
-  return pageById(ctx, accounts, where, q, 'accounts', serializeAccount);
+  return pageById(
+    ctx,
+    { table: accounts, where, key: 'accounts', serialize: (rows) => rows.map(serializeAccount) },
+    q,
+  );
 }

@@ -41,7 +41,11 @@ export async function listApiKeys(ctx: Ctx, q: ApiKeyListQuery) {
         ? isNotNull(apiKeys.revokedAt)
         : isNull(apiKeys.revokedAt),
   );
-  return pageById(ctx, apiKeys, where, q, 'apiKeys', serializeApiKey);
+  return pageById(
+    ctx,
+    { table: apiKeys, where, key: 'apiKeys', serialize: (rows) => rows.map(serializeApiKey) },
+    q,
+  );
 }
 
 /**

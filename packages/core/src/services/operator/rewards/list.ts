@@ -11,5 +11,10 @@ import { type OperatorPageQuery, pageById } from '../page';
  */
 export async function listRewards(ctx: Ctx, campaignId: string, q: OperatorPageQuery) {
   await requireCampaign(ctx, campaignId);
-  return pageById(ctx, rewards, eq(rewards.campaignId, campaignId), q, 'rewards', serializeReward);
+  const where = eq(rewards.campaignId, campaignId);
+  return pageById(
+    ctx,
+    { table: rewards, where, key: 'rewards', serialize: (rows) => rows.map(serializeReward) },
+    q,
+  );
 }

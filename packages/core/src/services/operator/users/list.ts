@@ -19,5 +19,9 @@ export async function listUsers(ctx: Ctx, accountId: string, q: UserListQuery) {
     q.role ? eq(users.role, q.role) : undefined,
     q.email ? eq(users.email, q.email.toLowerCase()) : undefined,
   );
-  return pageById(ctx, users, where, q, 'users', serializeUser);
+  return pageById(
+    ctx,
+    { table: users, where, key: 'users', serialize: (rows) => rows.map(serializeUser) },
+    q,
+  );
 }

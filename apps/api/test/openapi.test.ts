@@ -338,6 +338,38 @@ describe('answers match the document', () => {
     );
     conforms('GET', '/admin/v1/campaigns/{id}', await op.get(`/admin/v1/campaigns/${campaign.id}`));
     conforms('GET', '/admin/v1/queues', await op.get('/admin/v1/queues'));
+    // The operator's reads, and a team member's change.
+    conforms('GET', '/admin/v1/accounts', await op.get('/admin/v1/accounts?limit=1'));
+    conforms('GET', '/admin/v1/accounts/{accountId}', await op.get(`/admin/v1/accounts/${account.id}`));
+    conforms(
+      'GET',
+      '/admin/v1/accounts/{accountId}/campaigns',
+      await op.get(`/admin/v1/accounts/${account.id}/campaigns`),
+    );
+    conforms(
+      'GET',
+      '/admin/v1/accounts/{accountId}/users',
+      await op.get(`/admin/v1/accounts/${account.id}/users`),
+    );
+    conforms('GET', '/admin/v1/users/{userId}', await op.get(`/admin/v1/users/${user.id}`));
+    conforms(
+      'PATCH',
+      '/admin/v1/users/{userId}',
+      await op.patch(`/admin/v1/users/${user.id}`, { campaignIds: [campaign.id] }),
+    );
+    const keys = conforms('GET', '/admin/v1/api-keys', await op.get(`/admin/v1/api-keys?userId=${user.id}`));
+    expect(keys.apiKeys).toEqual([expect.objectContaining({ id: key.id, keyPrefix: key.keyPrefix })]);
+    conforms('GET', '/admin/v1/api-keys/{keyId}', await op.get(`/admin/v1/api-keys/${key.id}`));
+    conforms(
+      'GET',
+      '/admin/v1/campaigns/{id}/rewards',
+      await op.get(`/admin/v1/campaigns/${campaign.id}/rewards`),
+    );
+    conforms(
+      'GET',
+      '/admin/v1/campaigns/{id}/rewards/{rewardId}',
+      await op.get(`/admin/v1/campaigns/${campaign.id}/rewards/${reward.id}`),
+    );
 
     // Webhook endpoints and messages (no dispatcher runs: messages stay as made).
     const endpoint = conforms(

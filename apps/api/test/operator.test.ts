@@ -1,59 +1,19 @@
-import { randomBytes } from 'node:crypto';
 import { accounts, apiKeys, campaigns, events, rewards, users } from '@stampcard/db';
 import { QUEUE_NAMES } from '@stampcard/jobs';
 import { and, count, eq } from 'drizzle-orm';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
+import { uniqueEmail as email, expectValidation, ok, operatorKit, uid } from '../../../test/support/operator';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 const stack = useTestStack({ worker: false });
-let op: ReturnType<typeof client>;
-beforeAll(() => {
-  op = client(inProcess(stack.app), OPERATOR_TOKEN);
-});
+const { op, asKey, newAccount, newCampaign, newReward, newKey } = operatorKit(stack);
 
 // ---------------------------------------------------------------------------------------------------------
 // Helpers (local to this file)
 
-const uid = () => randomBytes(5).toString('hex');
-const email = (tag = 'u') => `${tag}-${uid()}@example.com`;
 const form = { 'content-type': 'application/x-www-form-urlencoded' };
-
-/** Asserts a 400 ValidationError whose `errors` name `param`, and returns the body. */
-function expectValidation(reply: Reply, param?: string) {
-  const body = expectErrorShape(reply, 400, 'VALIDATION_ERROR');
-  expect(body.name).toBe('ValidationError');
-  expect(Array.isArray(body.errors)).toBe(true);
-  expect(body.errors.length).toBeGreaterThan(0);
-  for (const e of body.errors) expect(e).toHaveProperty('location');
-  if (param !== undefined) expect(body.errors.map((e: { param: string }) => e.param)).toContain(param);
-  return body;
-}
-
-function ok(reply: Reply) {
-  if (reply.status !== 200)
-    throw new Error(`expected 200, got ${reply.status} ${JSON.stringify(reply.body)}`);
-  return reply.body;
-}
-
-async function newAccount(extra: Record<string, unknown> = {}) {
-  return ok(await op.post('/admin/v1/accounts', { name: `Biz ${uid()}`, plan: 'GROWTH', ...extra }));
-}
-async function newCampaign(accountId: string, extra: Record<string, unknown> = {}) {
-  return ok(await op.post(`/admin/v1/accounts/${accountId}/campaigns`, { name: `Prog ${uid()}`, ...extra }));
-}
-async function newReward(campaignId: string, extra: Record<string, unknown> = {}) {
-  return ok(await op.post(`/admin/v1/campaigns/${campaignId}/rewards`, { title: `R ${uid()}`, ...extra }));
-}
-async function newKey(accountId: string, user: Record<string, unknown> = {}) {
-  const u = ok(
-    await op.post(`/admin/v1/accounts/${accountId}/users`, { email: email(), role: 'ADMIN', ...user }),
-  );
-  const k = ok(await op.post(`/admin/v1/users/${u.id}/api-keys`));
-  return { user: u, keyId: k.id as string, key: k.key as string };
-}
-const asKey = (key: string) => client(inProcess(stack.app), key);
 
 const campaignRows = async (accountId: string) =>
   (await stack.ctx.db.select({ n: count() }).from(campaigns).where(eq(campaigns.accountId, accountId)))[0]!.n;
@@ -72,13 +32,23 @@ const endedEvents = (campaignId: string) =>
 describe('operator authorisation', () => {
   const routes: [string, string][] = [
     ['POST', '/admin/v1/accounts'],
+    ['GET', '/admin/v1/accounts'],
+    ['GET', '/admin/v1/accounts/acct_x'],
     ['POST', '/admin/v1/accounts/acct_x/users'],
+    ['GET', '/admin/v1/accounts/acct_x/users'],
+    ['GET', '/admin/v1/users/user_x'],
+    ['PATCH', '/admin/v1/users/user_x'],
     ['POST', '/admin/v1/users/user_x/api-keys'],
+    ['GET', '/admin/v1/api-keys'],
+    ['GET', '/admin/v1/api-keys/key_x'],
     ['DELETE', '/admin/v1/api-keys/key_x'],
     ['POST', '/admin/v1/accounts/acct_x/campaigns'],
+    ['GET', '/admin/v1/accounts/acct_x/campaigns'],
     ['GET', '/admin/v1/campaigns/abcdefgh'],
     ['PATCH', '/admin/v1/campaigns/abcdefgh'],
     ['POST', '/admin/v1/campaigns/abcdefgh/rewards'],
+    ['GET', '/admin/v1/campaigns/abcdefgh/rewards'],
+    ['GET', '/admin/v1/campaigns/abcdefgh/rewards/crew_x'],
     ['PATCH', '/admin/v1/campaigns/abcdefgh/rewards/crew_x'],
     ['GET', '/admin/v1/queues'],
     ['GET', '/admin/v1/no-such-route'],

@@ -25,7 +25,7 @@ export * from './services/events';
 export * from './services/form-submissions/index';
 export * from './services/leaderboard/index';
 export * from './services/ledger';
-export * from './services/operator';
+export * from './services/operator/index';
 export * from './services/participant-rewards';
 export * from './services/participants/index';
 export * from './services/webhooks/index';

@@ -209,7 +209,12 @@ export function errorResponsesFor(codes: readonly ErrorCode[]) {
 }
 
 /** Every route: a bad parameter or body, a failure of the service, a store that does not answer. */
-const ANY_ROUTE: ErrorCode[] = ['VALIDATION_ERROR', 'NOT_AUTHORIZED', 'INTERNAL_ERROR', 'UNAVAILABLE'];
+export const ANY_ROUTE: readonly ErrorCode[] = [
+  'VALIDATION_ERROR',
+  'NOT_AUTHORIZED',
+  'INTERNAL_ERROR',
+  'UNAVAILABLE',
+];
 
 /** What any `/v1` route can answer besides 200: its key refused, what it names not found, a rate limit. */
 export const PUBLIC_ERRORS: readonly ErrorCode[] = [...ANY_ROUTE, 'NOT_FOUND', 'RATE_LIMIT'];

@@ -14,18 +14,27 @@ export type RateLimitOverrides = {
   slowdownAfter?: number;
 };
 
-/** A business. Its participant quota counts participants across all its campaigns. */
-export const accounts = pgTable('accounts', {
-  id: text('id').primaryKey(),
-  name: text('name').notNull(),
-  plan: text('plan').$type<Plan>().notNull(),
-  /** null: no quota. */
-  participantQuota: integer('participant_quota'),
-  /** Participants across the account's campaigns, kept in step with inserts and deletes (quota check). */
-  participantCount: integer('participant_count').notNull().default(0),
-  rateLimits: jsonb('rate_limits').$type<RateLimitOverrides>(),
-  createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
-});
+/**
+ * A business. Its participant quota counts participants across all its campaigns.
+ *
+ * The operator lists (accounts, an account's users, API keys, a campaign's rewards) page by id byte by byte
+ * (`packages/core/src/services/operator/page.ts`): each has an index in that order.
+ */
+export const accounts = pgTable(
+  'accounts',
+  {
+    id: text('id').primaryKey(),
+    name: text('name').notNull(),
+    plan: text('plan').$type<Plan>().notNull(),
+    /** null: no quota. */
+    participantQuota: integer('participant_quota'),
+    /** Participants across the account's campaigns, kept in step with inserts and deletes (quota check). */
+    participantCount: integer('participant_count').notNull().default(0),
+    rateLimits: jsonb('rate_limits').$type<RateLimitOverrides>(),
+    createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [index('accounts_page_idx').on(sql`(${t.id} collate "C")`)],
+);
 
 export const users = pgTable(
   'users',
@@ -40,7 +49,10 @@ export const users = pgTable(
     campaignIds: text('campaign_ids').array().notNull().default(sql`'{}'::text[]`),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [uniqueIndex('users_account_email_uq').on(t.accountId, t.email)],
+  (t) => [
+    uniqueIndex('users_account_email_uq').on(t.accountId, t.email),
+    index('users_account_page_idx').on(t.accountId, sql`(${t.id} collate "C")`),
+  ],
 );
 
 /** Only a SHA-256 of each key is stored; the key itself is shown once. */
@@ -57,5 +69,11 @@ export const apiKeys = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
   },
-  (t) => [uniqueIndex('api_keys_hash_uq').on(t.keyHash), index('api_keys_user_idx').on(t.userId)],
+  (t) => [
+    uniqueIndex('api_keys_hash_uq').on(t.keyHash),
+    // A user's keys by id (the user's list, and the cascade from users); every key by id; a prefix's keys.
+    index('api_keys_user_page_idx').on(t.userId, sql`(${t.id} collate "C")`),
+    index('api_keys_page_idx').on(sql`(${t.id} collate "C")`),
+    index('api_keys_prefix_idx').on(sql`(${t.keyPrefix} collate "C")`),
+  ],
 );

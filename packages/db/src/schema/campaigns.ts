@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { accounts } from './accounts';
 
@@ -49,7 +50,8 @@ export const campaigns = pgTable(
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [index('campaigns_account_idx').on(t.accountId)],
+  // An account's campaigns, and their page by id byte by byte (the operator's list).
+  (t) => [index('campaigns_account_page_idx').on(t.accountId, sql`(${t.id} collate "C")`)],
 );
 
 export const rewards = pgTable(
@@ -81,5 +83,6 @@ export const rewards = pgTable(
     metadata: jsonb('metadata').$type<Metadata>(),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
-  (t) => [index('rewards_campaign_idx').on(t.campaignId)],
+  // A campaign's rewards, and their page by id byte by byte (the operator's list).
+  (t) => [index('rewards_campaign_page_idx').on(t.campaignId, sql`(${t.id} collate "C")`)],
 );

@@ -7,7 +7,7 @@ import {
   MAX_POINTS_CONVERSIONS,
 } from '@stampcard/core';
 import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
-import { emailSchema, int, metadataSchema, PG_INT_MIN } from '../../lib/schemas';
+import { emailSchema, int, metadataSchema, PG_INT_MIN, pageLimit } from '../../lib/schemas';
 
 const positive = int(1);
 
@@ -28,10 +28,74 @@ export const AccountBody = z.strictObject({
   rateLimits: rateLimitsSchema.nullable().optional(),
 });
 
+const campaignIds = z.array(z.string().min(1).max(64)).max(1000);
+
 export const UserBody = z.strictObject({
   email: emailSchema,
   role: z.enum(ROLES),
-  campaignIds: z.array(z.string().min(1).max(64)).max(1000).optional(),
+  campaignIds: campaignIds.optional(),
+});
+
+export const UserPatch = z
+  .strictObject({
+    role: z.enum(ROLES).optional(),
+    campaignIds: campaignIds.optional().openapi({
+      description:
+        "A MEMBER's API access, replacing the list: campaigns of the user's account (an ADMIN keeps it, and reaches every campaign)",
+    }),
+  })
+  .refine((v) => Object.keys(v).length > 0, { message: 'nothing to change' })
+  .openapi('UserPatch');
+
+/** An id in a path or a filter: what every id of the operator API fits in. */
+export const idParam = z.string().min(1).max(64);
+
+/** The paging of every operator list: `limit`, and `nextId`, the id of the first item of the page. */
+const pageQuery = {
+  limit: pageLimit,
+  nextId: idParam
+    .optional()
+    .openapi({ description: 'The `nextId` of the previous page: the id of the first item of this one' }),
+};
+
+export const PageQuery = z.strictObject(pageQuery);
+
+export const AccountListQuery = z.strictObject({
+  ...pageQuery,
+  plan: z.enum(PLANS).optional().openapi({ description: 'Only accounts on this plan' }),
+});
+
+export const CampaignListQuery = z.strictObject({
+  ...pageQuery,
+  status: z.enum(CAMPAIGN_STATUSES).optional().openapi({ description: 'Only campaigns in this status' }),
+});
+
+export const UserListQuery = z.strictObject({
+  ...pageQuery,
+  role: z.enum(ROLES).optional().openapi({ description: 'Only users with this role' }),
+  email: emailSchema.optional().openapi({ description: 'Only the user with this email (any case)' }),
+});
+
+export const ApiKeyListQuery = z.strictObject({
+  ...pageQuery,
+  accountId: idParam.optional().openapi({ description: "Only the keys of this account's users" }),
+  userId: idParam.optional().openapi({ description: 'Only the keys of this user' }),
+  keyPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9_]{1,9}$/, {
+      message:
+        'must be the first 1 to 9 characters of a key (its keyPrefix, such as sk_AbC123): never the whole key',
+    })
+    .optional()
+    .openapi({
+      description:
+        'Only keys whose `keyPrefix` starts with this: 1 to 9 of the first characters of a key. More is refused, so that a whole key never travels in a URL',
+      example: 'sk_AbC123',
+    }),
+  revoked: z
+    .enum(['true', 'false'])
+    .optional()
+    .openapi({ description: 'true: only revoked keys; false: only keys in use' }),
 });
 
 const listEntry = z

@@ -1,0 +1,13 @@
+import type { accounts } from '@stampcard/db';
+
+export function serializeAccount(a: typeof accounts.$inferSelect) {
+  return {
+    id: a.id,
+    name: a.name,
+    plan: a.plan,
+    participantQuota: a.participantQuota,
+    participantCount: a.participantCount,
+    rateLimits: a.rateLimits,
+    createdAt: a.createdAt.getTime(),
+  };
+}

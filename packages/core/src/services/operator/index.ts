@@ -1,0 +1,25 @@
+// The operator's verbs (`/admin/v1`), one file per verb, grouped by the entity they act on.
+export * from './accounts/create';
+export * from './accounts/list';
+export * from './accounts/serialize';
+export * from './accounts/show';
+export * from './api-keys/create';
+export * from './api-keys/list';
+export * from './api-keys/revoke';
+export * from './api-keys/serialize';
+export * from './api-keys/show';
+export * from './campaigns/create';
+export * from './campaigns/list';
+export * from './campaigns/show';
+export * from './campaigns/update';
+export type { OperatorList, OperatorPage, OperatorPageQuery } from './page';
+export * from './rewards/create';
+export * from './rewards/list';
+export type { RewardInput } from './rewards/shape';
+export * from './rewards/show';
+export * from './rewards/update';
+export * from './users/create';
+export * from './users/list';
+export * from './users/serialize';
+export * from './users/show';
+export * from './users/update';

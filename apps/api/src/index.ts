@@ -8,6 +8,7 @@ import type { Deps } from './env';
 import { buildErrorBody } from './errors';
 
 export { createApp } from './app';
+export { OPENAPI_PATH } from './docs';
 export type { App, AppEnv, Deps } from './env';
 export { appliedSignal } from './lib/applied-signal';
 export { sharedLookupCache } from './lib/lookup-cache';

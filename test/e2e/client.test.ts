@@ -2,10 +2,12 @@ import { createStampcardClient, type Retry, verify, WebhookVerificationError } f
 import { idempotencyKeys, loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually } from '../support/client';
 import { createTestDb, type TestDb } from '../support/db';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../support/factories';
 import { type FreezableProxy, freezableProxy } from '../support/freezable-proxy';
 import { useReceivers } from '../support/receiver';
+import { commitsInFlight, installSlowCommits } from '../support/slow-commit';
 import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../support/stack';
 
 /**
@@ -23,6 +25,7 @@ const startReceiver = useReceivers();
 
 beforeAll(async () => {
   db = await createTestDb();
+  await installSlowCommits(db);
   proxy = await freezableProxy(5432);
   const proxied = new URL(db.url);
   proxied.port = String(proxy.port);
@@ -233,5 +236,29 @@ describe('the typed client against the running service', () => {
     expect(again.response.headers.get('Idempotent-Replayed')).toBe('true');
     expect(again.data?.action.id).toBe(accepted.data?.action.id);
     expect(await actionsOf(accepted.data!.action.participantId)).toBe(1);
+  });
+
+  it('a 503 that says the write may have landed (outcome UNKNOWN) is answered, not repeated', async () => {
+    const p = await program();
+    const retries: Retry[] = [];
+    const api = createStampcardClient({
+      baseUrl: stack.baseUrl!,
+      apiKey: p.key,
+      retry: { onRetry: (r) => retries.push(r) },
+    });
+    // The action's COMMIT sleeps on the server; its connection is cut meanwhile: nobody can say if it landed.
+    const reply = api.POST('/v1/campaign/{id}/loyalty-action', {
+      params: { path: { id: p.campaignId } },
+      body: { participantEmail: uniqueEmail(), rewardId: p.rewardId, metadata: { commitSleepMs: 3000 } },
+    });
+    const [pid] = await eventually(
+      () => commitsInFlight(db),
+      (pids) => pids.length === 1,
+    );
+    await db.sql`select pg_terminate_backend(${pid!})`;
+    const unknown = await reply;
+    expect(unknown.response.status).toBe(503);
+    expect(unknown.error).toMatchObject({ code: 'UNAVAILABLE', outcome: 'UNKNOWN' });
+    expect(retries).toEqual([]);
   });
 });

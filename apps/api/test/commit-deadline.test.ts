@@ -7,6 +7,7 @@ import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/f
 import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
 import { capturedLogger } from '../../../test/support/logs';
 import { fingerprint } from '../../../test/support/refused';
+import { commitsInFlight, installSlowCommits } from '../../../test/support/slow-commit';
 import { createTestStack, type TestStack } from '../../../test/support/stack';
 
 /**
@@ -14,10 +15,9 @@ import { createTestStack, type TestStack } from '../../../test/support/stack';
  * committed, a 503 "nothing was written" only when nothing was, and a 503 that says the outcome is unknown
  * (naming the action to look up) when the database stopped answering after the COMMIT went out.
  *
- * The COMMIT is held on the server, in this file's own database: a deferred constraint trigger on the
- * ledger sleeps at COMMIT (once per transaction) for `metadata.commitSleepMs`, then refuses the COMMIT as
- * a lock timeout would if `metadata.commitFails` is set (PostgreSQL's statement timeout does not cover COMMIT). The whole stack runs over HTTP,
- * its pool through a proxy that can make PostgreSQL silent while a COMMIT is in flight.
+ * The COMMIT is held on the server, in this file's own database (`installSlowCommits`: `metadata.commitSleepMs`
+ * and `commitFails`). The whole stack runs over HTTP, its pool through a proxy that can make PostgreSQL
+ * silent while a COMMIT is in flight.
  */
 const REQUEST_TIMEOUT_MS = 1000;
 const STATEMENT_TIMEOUT_MS = 3000;
@@ -31,20 +31,7 @@ const { logger, lines } = capturedLogger('info');
 
 beforeAll(async () => {
   db = await createTestDb();
-  await db.sql.unsafe(`
-    create function test_commit_sleep() returns trigger language plpgsql as $$
-    begin
-      if new.metadata ? 'commitSleepMs' and current_setting('test.slept', true) is distinct from 'yes' then
-        perform set_config('test.slept', 'yes', true);
-        perform pg_sleep((new.metadata->>'commitSleepMs')::int / 1000.0);
-      end if;
-      if new.metadata ? 'commitFails' then
-        raise exception 'refused at commit' using errcode = '55P03';
-      end if;
-      return null;
-    end $$;
-    create constraint trigger test_commit_sleep after insert on loyalty_actions
-      deferrable initially deferred for each row execute function test_commit_sleep();`);
+  await installSlowCommits(db);
   proxy = await freezableProxy(5432);
   const proxied = new URL(db.url);
   proxied.port = String(proxy.port);
@@ -67,12 +54,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** Backends of this database sleeping in the trigger: COMMITs in flight. */
-async function commitsInFlight(): Promise<number[]> {
-  const rows = await db.sql<{ pid: number }[]>`
-    select pid from pg_stat_activity where datname = current_database() and wait_event = 'PgSleep'`;
-  return rows.map((r) => r.pid);
-}
+const inFlight = () => commitsInFlight(db);
 
 async function world() {
   const w = await makeWorld(stack.ctx);
@@ -107,9 +89,9 @@ describe('a COMMIT in flight when the deadline passes', () => {
     const w = await world();
     // The two group commits the API runs at once are busy, within the budget of their own requests...
     const busy = [w.trigger(w.email, { commitSleepMs: 400 })];
-    await eventually(commitsInFlight, (pids) => pids.length === 1);
+    await eventually(inFlight, (pids) => pids.length === 1);
     busy.push(w.trigger(w.email, { commitSleepMs: 400 }));
-    await eventually(commitsInFlight, (pids) => pids.length === 2);
+    await eventually(inFlight, (pids) => pids.length === 2);
     // ...so these six queue and then share one INSERT, whose COMMIT outlasts their deadline.
     const replies = await Promise.all(
       Array.from({ length: 6 }, () => w.trigger(w.email, { commitSleepMs: SLOW_COMMIT_MS })),
@@ -143,7 +125,7 @@ describe('a COMMIT in flight when the deadline passes', () => {
   it('the database silent until past the wait: a 503 that says the outcome is unknown and names the action, which did land', async () => {
     const w = await world();
     const reply = w.trigger(w.email, { commitSleepMs: SLOW_COMMIT_MS });
-    await eventually(commitsInFlight, (pids) => pids.length === 1);
+    await eventually(inFlight, (pids) => pids.length === 1);
     // The COMMIT is on the server; its answer will not come back until the proxy thaws.
     proxy.freeze();
     let r: Reply;
@@ -174,7 +156,7 @@ describe('a COMMIT in flight when the deadline passes', () => {
   it('the connection lost during COMMIT: a 503 that says the outcome is unknown, never "nothing was written"', async () => {
     const w = await world();
     const reply = w.trigger(w.email, { commitSleepMs: STATEMENT_TIMEOUT_MS });
-    const [pid] = await eventually(commitsInFlight, (pids) => pids.length === 1);
+    const [pid] = await eventually(inFlight, (pids) => pids.length === 1);
     await db.sql`select pg_terminate_backend(${pid!})`;
     const body = expectErrorShape(await reply, 503, 'UNAVAILABLE');
     expect(body.outcome).toBe('UNKNOWN');
@@ -188,9 +170,9 @@ describe('a request whose deadline passes before its write is sent', () => {
     const w = await world();
     // Both group commits the API runs at once are held at COMMIT...
     const first = w.trigger(w.email, { commitSleepMs: 2500 });
-    await eventually(commitsInFlight, (pids) => pids.length === 1);
+    await eventually(inFlight, (pids) => pids.length === 1);
     const second = w.trigger(w.email, { commitSleepMs: 2500 });
-    await eventually(commitsInFlight, (pids) => pids.length === 2);
+    await eventually(inFlight, (pids) => pids.length === 2);
     // ...so these wait for a batch past their deadline.
     const late = await Promise.all([w.trigger(w.email), w.trigger(w.email), w.trigger(w.email)]);
     for (const r of late) {

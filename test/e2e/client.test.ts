@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createStampcardClient, type Retry, verify, WebhookVerificationError } from '@stampcard/client';
 import { idempotencyKeys, loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
@@ -6,6 +8,7 @@ import { eventually } from '../support/client';
 import { createTestDb, type TestDb } from '../support/db';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../support/factories';
 import { type FreezableProxy, freezableProxy } from '../support/freezable-proxy';
+import { ROOT } from '../support/processes';
 import { useReceivers } from '../support/receiver';
 import { commitsInFlight, installSlowCommits } from '../support/slow-commit';
 import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../support/stack';
@@ -261,4 +264,50 @@ describe('the typed client against the running service', () => {
     expect(unknown.error).toMatchObject({ code: 'UNAVAILABLE', outcome: 'UNKNOWN' });
     expect(retries).toEqual([]);
   });
+
+  it("the READMEs' TypeScript examples run as written against the running service", async () => {
+    const p = await program();
+    const env = {
+      API_KEY: p.key,
+      CAMPAIGN_ID: p.campaignId,
+      REWARD_ID: p.rewardId,
+      STAMPCARD_URL: stack.baseUrl!,
+    };
+    for (const [file, section] of [
+      ['README.md', '## Try it'],
+      ['packages/client/README.md', '## Use'],
+    ] as const) {
+      const text = readFileSync(`${ROOT}${file}`, 'utf8');
+      const code = text.slice(text.indexOf(section)).match(/```ts\n([\s\S]*?)```/)![1]!;
+      const run = await runTypeScript(code, env);
+      expect(run.stderr, file).toBe('');
+      expect(run.code, file).toBe(0);
+      expect(run.stdout, file).toContain('APPLIED');
+    }
+    const grace = await createStampcardClient({ baseUrl: stack.baseUrl!, apiKey: p.key }).GET(
+      '/v1/campaign/{id}/participant/{idOrEmail}',
+      { params: { path: { id: p.campaignId, idOrEmail: 'grace@example.com' } } },
+    );
+    expect(grace.data?.firstName).toBe('Grace');
+  });
 });
+
+/** Runs TypeScript as a user's script in the repository's folder would run (`npx tsx`), with `env` set. */
+function runTypeScript(code: string, env: Record<string, string>) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [`${ROOT}node_modules/tsx/dist/cli.mjs`, '--input-type=module', '-e', code],
+      {
+        cwd: ROOT,
+        env: { ...process.env, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (exit) => resolve({ code: exit, stdout, stderr }));
+  });
+}

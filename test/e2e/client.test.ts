@@ -1,17 +1,15 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createStampcardClient, type Retry, verify, WebhookVerificationError } from '@stampcard/client';
 import { idempotencyKeys, loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { eventually } from '../support/client';
-import { createTestDb, type TestDb } from '../support/db';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../support/factories';
-import { type FreezableProxy, freezableProxy } from '../support/freezable-proxy';
-import { ROOT } from '../support/processes';
+import { ROOT, runToEnd } from '../support/processes';
 import { useReceivers } from '../support/receiver';
 import { commitsInFlight, installSlowCommits } from '../support/slow-commit';
-import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../support/stack';
+import { OPERATOR_TOKEN } from '../support/stack';
+import { useFreezableStack } from '../support/use';
 
 /**
  * `@stampcard/client` against the whole service over HTTP (API, worker, dispatcher, real PostgreSQL and
@@ -21,29 +19,13 @@ import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../support/stac
  */
 const REQUEST_TIMEOUT_MS = 1000;
 
-let db: TestDb;
-let proxy: FreezableProxy;
-let stack: TestStack;
+const { db, proxy, stack } = useFreezableStack({
+  http: true,
+  dispatcher: true,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  prepare: installSlowCommits,
+});
 const startReceiver = useReceivers();
-
-beforeAll(async () => {
-  db = await createTestDb();
-  await installSlowCommits(db);
-  proxy = await freezableProxy(5432);
-  const proxied = new URL(db.url);
-  proxied.port = String(proxy.port);
-  stack = await createTestStack(
-    { ...db, url: proxied.toString() },
-    { http: true, dispatcher: true, requestTimeoutMs: REQUEST_TIMEOUT_MS },
-  );
-});
-
-afterAll(async () => {
-  proxy?.thaw();
-  await stack?.close();
-  await proxy?.close();
-  await db?.drop();
-});
 
 const operator = () => createStampcardClient({ baseUrl: stack.baseUrl!, apiKey: OPERATOR_TOKEN });
 
@@ -293,21 +275,9 @@ describe('the typed client against the running service', () => {
 });
 
 /** Runs TypeScript as a user's script in the repository's folder would run (`npx tsx`), with `env` set. */
-function runTypeScript(code: string, env: Record<string, string>) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(
-      process.execPath,
-      [`${ROOT}node_modules/tsx/dist/cli.mjs`, '--input-type=module', '-e', code],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (exit) => resolve({ code: exit, stdout, stderr }));
-  });
-}
+const runTypeScript = (code: string, env: Record<string, string>) =>
+  runToEnd(
+    process.execPath,
+    [`${ROOT}node_modules/tsx/dist/cli.mjs`, '--input-type=module', '-e', code],
+    env,
+  );

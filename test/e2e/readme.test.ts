@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { accounts } from '@stampcard/db';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../support/factories';
+import { runToEnd } from '../support/processes';
 import { OPERATOR_TOKEN } from '../support/stack';
 import { useTestStack } from '../support/use';
 
@@ -23,19 +23,7 @@ function walkthroughBlocks(): string[] {
 
 const walkthrough = () => walkthroughBlocks().join('\n');
 
-function runBash(script: string, env: Record<string, string>) {
-  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn('bash', ['-c', script], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const runBash = (script: string, env: Record<string, string>) => runToEnd('bash', ['-c', script], env);
 
 const stack = useTestStack({ http: true });
 

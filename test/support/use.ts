@@ -1,6 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDb, type TestDb } from './db';
 import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
+import { type FreezableProxy, freezableProxy } from './freezable-proxy';
 import { createTestStack, type TestStack, type TestStackOptions } from './stack';
 
 /** An object that stands for one created in beforeAll: each property read goes to it. */
@@ -52,4 +53,40 @@ export function usePrefix(name: string): string {
     await deleteRedisKeys(REDIS_URL, prefix);
   });
   return prefix;
+}
+
+/**
+ * `useTestStack` whose every pool goes through a proxy in front of PostgreSQL that a test can freeze (a
+ * store that stops answering on open connections); `db` is the file's own direct handle on the same
+ * database. `prepare` runs on the new database before the service starts.
+ */
+export function useFreezableStack(
+  opts: TestStackOptions & { prepare?: (db: TestDb) => Promise<void> } = {},
+): {
+  db: TestDb;
+  proxy: FreezableProxy;
+  stack: TestStack;
+} {
+  let db: TestDb | undefined;
+  let proxy: FreezableProxy | undefined;
+  let stack: TestStack | undefined;
+  beforeAll(async () => {
+    db = await createTestDb();
+    await opts.prepare?.(db);
+    proxy = await freezableProxy(5432);
+    const proxied = new URL(db.url);
+    proxied.port = String(proxy.port);
+    stack = await createTestStack({ ...db, url: proxied.toString() }, opts);
+  });
+  afterAll(async () => {
+    proxy?.thaw();
+    await stack?.close();
+    await proxy?.close();
+    await db?.drop();
+  });
+  return {
+    db: lateBound('the test database', () => db),
+    proxy: lateBound('the proxy', () => proxy),
+    stack: lateBound('the test stack', () => stack),
+  };
 }

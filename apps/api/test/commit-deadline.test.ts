@@ -1,14 +1,12 @@
 import { loyaltyActions } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, overHttp, type Reply } from '../../../test/support/client';
-import { createTestDb, type TestDb } from '../../../test/support/db';
 import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
-import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
 import { capturedLogger } from '../../../test/support/logs';
 import { fingerprint } from '../../../test/support/refused';
 import { commitsInFlight, installSlowCommits } from '../../../test/support/slow-commit';
-import { createTestStack, type TestStack } from '../../../test/support/stack';
+import { useFreezableStack } from '../../../test/support/use';
 
 /**
  * A request whose COMMIT is already on its way when its deadline passes is told what happened: 200 once it
@@ -24,34 +22,14 @@ const STATEMENT_TIMEOUT_MS = 3000;
 /** Longer than the request's budget, shorter than the wait for a COMMIT in flight. */
 const SLOW_COMMIT_MS = 1500;
 
-let db: TestDb;
-let proxy: FreezableProxy;
-let stack: TestStack;
 const { logger, lines } = capturedLogger('info');
-
-beforeAll(async () => {
-  db = await createTestDb();
-  await installSlowCommits(db);
-  proxy = await freezableProxy(5432);
-  const proxied = new URL(db.url);
-  proxied.port = String(proxy.port);
-  stack = await createTestStack(
-    { ...db, url: proxied.toString() },
-    {
-      http: true,
-      worker: false,
-      requestTimeoutMs: REQUEST_TIMEOUT_MS,
-      statementTimeoutMs: STATEMENT_TIMEOUT_MS,
-      logger,
-    },
-  );
-});
-
-afterAll(async () => {
-  proxy?.thaw();
-  await stack?.close();
-  await proxy?.close();
-  await db?.drop();
+const { db, proxy, stack } = useFreezableStack({
+  http: true,
+  worker: false,
+  requestTimeoutMs: REQUEST_TIMEOUT_MS,
+  statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+  logger,
+  prepare: installSlowCommits,
 });
 
 const inFlight = () => commitsInFlight(db);

@@ -150,11 +150,15 @@ describe('the typed client against the running service', () => {
       body,
     });
     expect(accepted.response.status).toBe(200);
-    expect(retries.map((r) => r.response.status)).toEqual([429]);
-    const retryAfter = Number(retries[0]!.response.headers.get('Retry-After'));
-    expect(retryAfter).toBeGreaterThanOrEqual(1);
-    expect(retries[0]!.delayMs).toBe(retryAfter * 1000);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(retries[0]!.delayMs);
+    // Refused at least once (again only if a retry met the window's very edge), each time waited as told.
+    expect(retries.length).toBeGreaterThanOrEqual(1);
+    for (const r of retries) {
+      expect(r.response.status).toBe(429);
+      const retryAfter = Number(r.response.headers.get('Retry-After'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(r.delayMs).toBe(retryAfter * 1000);
+    }
+    expect(Date.now() - started).toBeGreaterThanOrEqual(retries.reduce((sum, r) => sum + r.delayMs, 0));
     const key = retries[0]!.request.headers.get('Idempotency-Key')!;
     expect(key).toBeTruthy();
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createTestDb, type TestDb } from './db';
-import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
 import { type FreezableProxy, freezableProxy } from './freezable-proxy';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
 import { createTestStack, type TestStack, type TestStackOptions } from './stack';
 
 /** An object that stands for one created in beforeAll: each property read goes to it. */

@@ -9605,6 +9605,7 @@ export interface components {
              *     - `USAGE_LIMIT` (402): A new participant would pass the account's participant quota.
              *     - `NOT_AUTHORIZED` (403): A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
              *     - `NOT_FOUND` (404): An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             *     - `METHOD_NOT_ALLOWED` (405): A known path with a method it does not take; the `Allow` header and `allowedMethods` list the ones it does (an unknown path is `NOT_FOUND`).
              *     - `DUPLICATE_REQUEST` (409): The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
              *     - `OPERATION_IN_PROGRESS` (409): A webhook endpoint is still releasing or discarding its messages in the background: enabling it during a discard, or discarding during a release or another discard, waits until that operation is DONE. `operation: { kind, state, total, done, startedAt, finishedAt }` is the one running (as the endpoint's `backlog` shows it). Deleting the endpoint is always allowed.
              *     - `PARTICIPANT_BLOCKED` (422): Anti-fraud blocked the participant (a high fraud risk, a blacklisted email or IP address); `fraudRiskLevel`, `fraudReasonCode` and `matchedParticipantIds` say why.
@@ -9613,7 +9614,7 @@ export interface components {
              *     - `UNAVAILABLE` (503): PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
              * @enum {string}
              */
-            code: "VALIDATION_ERROR" | "INVALID_STATE" | "AUTHENTICATION_REQUIRED" | "USAGE_LIMIT" | "NOT_AUTHORIZED" | "NOT_FOUND" | "DUPLICATE_REQUEST" | "OPERATION_IN_PROGRESS" | "PARTICIPANT_BLOCKED" | "RATE_LIMIT" | "INTERNAL_ERROR" | "UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "INVALID_STATE" | "AUTHENTICATION_REQUIRED" | "USAGE_LIMIT" | "NOT_AUTHORIZED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "DUPLICATE_REQUEST" | "OPERATION_IN_PROGRESS" | "PARTICIPANT_BLOCKED" | "RATE_LIMIT" | "INTERNAL_ERROR" | "UNAVAILABLE";
             message: string;
             /** @description The HTTP status, repeated */
             status: number;
@@ -9649,6 +9650,8 @@ export interface components {
                 startedAt: number;
                 finishedAt: null;
             };
+            /** @description METHOD_NOT_ALLOWED: the methods the path takes, as the `Allow` header lists them */
+            allowedMethods?: string[];
             /**
              * @description RATE_LIMIT: the limit hit
              * @enum {string}

@@ -50,7 +50,7 @@ export type StampcardClient = Client<paths>;
 export function createStampcardClient(options: StampcardClientOptions): StampcardClient {
   const base = options.fetch ?? ((request: Request) => globalThis.fetch(request));
   return createClient<paths>({
-    baseUrl: options.baseUrl.replace(/\/+$/, ''),
+    baseUrl: options.baseUrl,
     headers: { ...options.headers, Authorization: `Bearer ${options.apiKey}` },
     fetch: options.retry === false ? base : retryingFetch(base, options.retry),
   });

@@ -5715,7 +5715,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Every account, by id
+         * @description Page with `nextId` (the `nextId` of the previous page: the id of the first account of the next one) while `more` is true; `limit` 1..100 (20) is the most a page holds. Paging sees each account once while others are made. Filter: `plan`.
+         */
+        get: operations["adminListAccounts"];
         put?: never;
         /** Create an account (a business) */
         post: {
@@ -5885,6 +5889,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/accounts/{accountId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An account, with its participant count now */
+        get: operations["adminGetAccount"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts/{accountId}/users": {
         parameters: {
             query?: never;
@@ -5892,7 +5913,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * An account's team members, by id
+         * @description Page with `nextId` while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. Filters: `role`, `email`.
+         */
+        get: operations["adminListUsers"];
         put?: never;
         /** Add a team member (ADMIN, or MEMBER with API access to listed campaigns) */
         post: {
@@ -6050,6 +6075,27 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/users/{userId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A team member: its account, role and campaign access */
+        get: operations["adminGetUser"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a team member's role or campaign access; its API keys follow at once
+         * @description `campaignIds` replaces a MEMBER's list; each must be a campaign of the user's account (400 naming the others). The user's keys reach what the change allows from the next request on, in every API process.
+         */
+        patch: operations["adminUpdateUser"];
         trace?: never;
     };
     "/admin/v1/users/{userId}/api-keys": {
@@ -6211,6 +6257,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find API keys (to revoke one): by account, user, the first characters of the key, revoked or not
+         * @description Never shows a key, only its `keyPrefix` (its first 9 characters, as the create answer showed them). Filters combine: `accountId`, `userId` (404 when unknown), `keyPrefix` (1 to 9 first characters), `revoked`. By id; page with `nextId` while `more` is true; `limit` 1..100 (20). Revoke what it finds with `DELETE /admin/v1/api-keys/{keyId}`.
+         */
+        get: operations["adminListApiKeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/api-keys/{keyId}": {
         parameters: {
             query?: never;
@@ -6218,7 +6284,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** An API key: its user, prefix, and whether it is revoked (never the key) */
+        get: operations["adminGetApiKey"];
         put?: never;
         post?: never;
         /** Revoke an API key (requests with it get 403 from now on) */
@@ -6349,7 +6416,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * An account's campaigns with their settings and whole rewards, by id (DELETED ones too)
+         * @description Page with `nextId` while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB (a campaign counts with its rewards). Filter: `status`.
+         */
+        get: operations["adminListCampaigns"];
         put?: never;
         /** Create a campaign (status DRAFT and currency USD unless given) */
         post: {
@@ -6802,7 +6873,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * A campaign's rewards, whole, by id
+         * @description Page with `nextId` while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. Any campaign status.
+         */
+        get: operations["adminListRewards"];
         put?: never;
         /** Add a reward to a campaign (every Reward field of the seed) */
         post: {
@@ -7011,7 +7086,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** A reward of a campaign, whole */
+        get: operations["adminGetReward"];
         put?: never;
         post?: never;
         delete?: never;
@@ -10218,6 +10294,16 @@ export interface components {
             /** @description When it was made (UTC ms) */
             createdAt: number;
         };
+        AccountPage: {
+            /** @description By id, byte by byte */
+            accounts: components["schemas"]["Account"][];
+            /** @description The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true */
+            limit: number;
+            /** @description The `nextId` of the next page: the id of its first account (null on the last page) */
+            nextId: string | null;
+            /** @description Whether another page follows */
+            more: boolean;
+        };
         /** @description A team member of an account */
         User: {
             id: string;
@@ -10230,6 +10316,22 @@ export interface components {
             /** @description When it was made (UTC ms) */
             createdAt: number;
         };
+        UserPage: {
+            /** @description By id, byte by byte */
+            users: components["schemas"]["User"][];
+            /** @description The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true */
+            limit: number;
+            /** @description The `nextId` of the next page: the id of its first user (null on the last page) */
+            nextId: string | null;
+            /** @description Whether another page follows */
+            more: boolean;
+        };
+        UserPatch: {
+            /** @enum {string} */
+            role?: "ADMIN" | "MEMBER";
+            /** @description A MEMBER's API access, replacing the list: campaigns of the user's account (an ADMIN keeps it, and reaches every campaign) */
+            campaignIds?: string[];
+        };
         /** @description An API key just issued */
         NewApiKey: {
             id: string;
@@ -10239,6 +10341,27 @@ export interface components {
             keyPrefix: string;
             /** @description When it was made (UTC ms) */
             createdAt: number;
+        };
+        ApiKeyPage: {
+            /** @description By id, byte by byte */
+            apiKeys: components["schemas"]["ApiKey"][];
+            /** @description The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true */
+            limit: number;
+            /** @description The `nextId` of the next page: the id of its first key (null on the last page) */
+            nextId: string | null;
+            /** @description Whether another page follows */
+            more: boolean;
+        };
+        /** @description An API key as lists show it: its prefix, never the key */
+        ApiKey: {
+            id: string;
+            userId: string;
+            /** @description The first 9 characters of the key, to recognise it */
+            keyPrefix: string;
+            /** @description When it was issued (UTC ms) */
+            createdAt: number;
+            /** @description null: in use */
+            revokedAt: number | null;
         };
         /** @description A campaign with its settings and whole rewards */
         OperatorCampaign: {
@@ -10314,6 +10437,26 @@ export interface components {
             metadata: {
                 [key: string]: string | number | boolean | null;
             };
+        };
+        OperatorCampaignPage: {
+            /** @description By id, byte by byte */
+            campaigns: components["schemas"]["OperatorCampaign"][];
+            /** @description The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true */
+            limit: number;
+            /** @description The `nextId` of the next page: the id of its first campaign (null on the last page) */
+            nextId: string | null;
+            /** @description Whether another page follows */
+            more: boolean;
+        };
+        RewardPage: {
+            /** @description By id, byte by byte */
+            rewards: components["schemas"]["Reward"][];
+            /** @description The `limit` asked for: the most items a page holds. A page may hold fewer (its byte budget) while `more` is true */
+            limit: number;
+            /** @description The `nextId` of the next page: the id of its first reward (null on the last page) */
+            nextId: string | null;
+            /** @description Whether another page follows */
+            more: boolean;
         };
         ParticipantRiskPage: {
             /** @description HIGH, then MEDIUM, then LOW; by id within a level */
@@ -10498,4 +10641,1149 @@ export interface components {
     pathItems: never;
 }
 export type $defs = Record<string, never>;
-export type operations = Record<string, never>;
+export interface operations {
+    adminListAccounts: {
+        parameters: {
+            query?: {
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page: the id of the first item of this one */
+                nextId?: string;
+                /** @description Only accounts on this plan */
+                plan?: "FREE" | "STARTER" | "GROWTH" | "ENTERPRISE";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ accounts, limit, nextId, more }` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AccountPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminGetAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListUsers: {
+        parameters: {
+            query?: {
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page: the id of the first item of this one */
+                nextId?: string;
+                /** @description Only users with this role */
+                role?: "ADMIN" | "MEMBER";
+                /** @description Only the user with this email (any case) */
+                email?: string;
+            };
+            header?: never;
+            path: {
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ users, limit, nextId, more }` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminGetUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminUpdateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                userId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UserPatch"];
+            };
+        };
+        responses: {
+            /** @description The user */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["User"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListApiKeys: {
+        parameters: {
+            query?: {
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page: the id of the first item of this one */
+                nextId?: string;
+                /** @description Only the keys of this account's users */
+                accountId?: string;
+                /** @description Only the keys of this user */
+                userId?: string;
+                /** @description Only keys whose `keyPrefix` starts with this: 1 to 9 of the first characters of a key. More is refused, so that a whole key never travels in a URL */
+                keyPrefix?: string;
+                /** @description true: only revoked keys; false: only keys in use */
+                revoked?: "true" | "false";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ apiKeys, limit, nextId, more }` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminGetApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                keyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, without the key */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListCampaigns: {
+        parameters: {
+            query?: {
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page: the id of the first item of this one */
+                nextId?: string;
+                /** @description Only campaigns in this status */
+                status?: "DRAFT" | "IN_PROGRESS" | "COMPLETE" | "DELETED";
+            };
+            header?: never;
+            path: {
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ campaigns, limit, nextId, more }` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorCampaignPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListRewards: {
+        parameters: {
+            query?: {
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page: the id of the first item of this one */
+                nextId?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ rewards, limit, nextId, more }` */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RewardPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminGetReward: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                rewardId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The whole Reward */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Reward"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+}

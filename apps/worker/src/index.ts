@@ -3,14 +3,14 @@ import { applyActionBatch, type Ctx } from '@stampcard/core';
 import { appliedChannel, enqueue, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ActionBatcher } from './batcher';
+import { createActionBatcher } from './batcher';
 import { createIdempotencyPurge } from './idempotency-purge';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
 import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 import { runErasure } from './processors/run-erasure';
 import { createRelay } from './relay';
 
-export { ActionBatcher } from './batcher';
+export { type ActionBatcher, createActionBatcher } from './batcher';
 export { createIdempotencyPurge } from './idempotency-purge';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
@@ -83,7 +83,7 @@ export type StampcardWorker = {
 
 export function startWorker(opts: WorkerOptions): StampcardWorker {
   const concurrency = opts.concurrency ?? 256;
-  const batcher = new ActionBatcher({
+  const batcher = createActionBatcher({
     apply: async (ids) => {
       const { applied, eventIds } = await applyActionBatch(opts.ctx, ids);
       // Committed: hand the batch's events to the dispatcher now. If this fails, its sweep finds them.

@@ -146,6 +146,9 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     return (await actionJob(stack, actionId))!;
   }
 
+  /** `counts` of an action applied once, the only one of its participant and campaign. */
+  const APPLIED_ONCE = { participant: 1, rewards: 1, campaign: 1, status: 'APPLIED', appliedEvents: 1 };
+
   async function counts(campaignId: string, participantId: string, actionId: string) {
     const [p] = await stack.ctx.db.select().from(participants).where(eq(participants.id, participantId));
     const [c] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
@@ -200,13 +203,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
       expect(pgError(reason)).toMatchObject({ code: 'P0001' });
       expect(String((reason as Error).cause)).toContain(`refused ${bad.action.id}`);
       for (const { w, action, participant } of [good1, good2]) {
-        expect(await counts(w.campaign.id, participant.id, action.id)).toEqual({
-          participant: 1,
-          rewards: 1,
-          campaign: 1,
-          status: 'APPLIED',
-          appliedEvents: 1,
-        });
+        expect(await counts(w.campaign.id, participant.id, action.id)).toEqual(APPLIED_ONCE);
       }
       expect(await counts(bad.w.campaign.id, bad.participant.id, bad.action.id)).toEqual({
         participant: 0,
@@ -231,13 +228,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     const [normal, dup] = await Promise.all([finishedBatch(action.id), finished(`dup-${action.id}`)]);
     expect(normal.returnvalue).toMatchObject({ actions: 1 });
     expect(dup.returnvalue).toBeTruthy();
-    expect(await counts(w.campaign.id, participant.id, action.id)).toEqual({
-      participant: 1,
-      rewards: 1,
-      campaign: 1,
-      status: 'APPLIED',
-      appliedEvents: 1,
-    });
+    expect(await counts(w.campaign.id, participant.id, action.id)).toEqual(APPLIED_ONCE);
   });
 
   it('a job delivered again after its action was applied completes as skipped and changes nothing', async () => {

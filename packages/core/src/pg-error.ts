@@ -5,7 +5,7 @@ const MAX_DEPTH = 6;
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 /** The error, then its causes in turn (`Error.cause`), as objects; a cycle or a non-object ends it. */
-function* errorChain(err: unknown): Generator<Record<string, unknown>> {
+export function* errorChain(err: unknown): Generator<Record<string, unknown>> {
   let e: unknown = err;
   for (let depth = 0; depth < MAX_DEPTH && e !== null && typeof e === 'object'; depth++) {
     yield e as Record<string, unknown>;

@@ -12,7 +12,7 @@ import {
 import type { Config, Logger } from '@stampcard/config';
 import { type Clock, systemClock } from '@stampcard/core';
 import { createDb, type DbHandle } from '@stampcard/db';
-import { type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
+import { dispatcherSettings, type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
 import { connectQueues, type QueueConnections, redisReady, warnOnEvictionPolicy } from '@stampcard/jobs';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
@@ -185,22 +185,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       queues: queues.consumer.queues,
       prefix: config.QUEUE_PREFIX,
       logger,
-      retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
-      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
-      disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
-      throttleFloorMs: config.WEBHOOK_THROTTLE_FLOOR_MS,
-      freeThrottles: config.WEBHOOK_FREE_THROTTLES,
-      allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-      dnsServers: config.WEBHOOK_DNS_SERVERS,
-      dnsTimeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS,
-      concurrency: config.DISPATCHER_CONCURRENCY,
-      endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
-      sweepIntervalMs: config.DISPATCH_SWEEP_MS,
+      ...dispatcherSettings(config),
       overdueGraceMs: opts.overdueGraceMs,
       overdueEvery: opts.overdueEvery,
       sweep: opts.sweep ?? true,
-      lockMs: config.WORKER_LOCK_MS,
-      backlogBatch: config.WEBHOOK_BACKLOG_BATCH,
     });
     return dispatcher;
   };

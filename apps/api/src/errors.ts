@@ -2,6 +2,7 @@ import {
   DomainError,
   ERROR_CATALOG,
   type ErrorCode,
+  errorChain,
   type ValidationIssue,
   validationError,
 } from '@stampcard/core';
@@ -84,18 +85,18 @@ const UNAVAILABLE_CODES = new Set([
 ]);
 
 /** True when the error, or one of its causes, says a backing store is down or too slow. */
-export function isUnavailable(err: unknown, depth = 0): boolean {
-  if (depth > 5 || err === null || typeof err !== 'object') return false;
-  const e = err as { code?: unknown; errno?: unknown; name?: unknown; cause?: unknown };
-  if (err instanceof DomainError) return err.code === 'UNAVAILABLE';
-  for (const code of [e.code, e.errno]) {
-    if (typeof code !== 'string') continue;
-    if (UNAVAILABLE_CODES.has(code)) return true;
-    if (/^(08|53)[0-9A-Z]{3}$/.test(code)) return true;
+export function isUnavailable(err: unknown): boolean {
+  for (const e of errorChain(err)) {
+    if (e instanceof DomainError) return e.code === 'UNAVAILABLE';
+    for (const code of [e.code, e.errno]) {
+      if (typeof code !== 'string') continue;
+      if (UNAVAILABLE_CODES.has(code)) return true;
+      if (/^(08|53)[0-9A-Z]{3}$/.test(code)) return true;
+    }
+    // ioredis gives this class, and no code, when a command ran out of reconnection attempts.
+    if (e.name === 'MaxRetriesPerRequestError') return true;
   }
-  // ioredis gives this class, and no code, when a command ran out of reconnection attempts.
-  if (e.name === 'MaxRetriesPerRequestError') return true;
-  return e.cause !== undefined && e.cause !== err ? isUnavailable(e.cause, depth + 1) : false;
+  return false;
 }
 
 /** Framework exceptions keep their meaning: a 429 stays a 429, and every answer has the one body. */

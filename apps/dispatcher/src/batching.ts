@@ -21,7 +21,8 @@ export type DeliveryBatching = {
  * other share one read (`loadDeliveries`), and successes that come back together share one write
  * (`recordSuccesses`). Under load a statement carries dozens of deliveries instead of one; alone, a delivery
  * waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
- * nothing; a batch write that fails is retried one success at a time, so only the success at fault fails.
+ * nothing; a batch write that fails is written again one success at a time (`retryAlone`), so only the success
+ * at fault fails.
  */
 export function createDeliveryBatching(
   ctx: Ctx,
@@ -38,35 +39,20 @@ export function createDeliveryBatching(
     maxWaitMs?: number;
   } = {},
 ): DeliveryBatching {
-  const shape = { maxSize: opts.maxSize ?? 64, maxWaitMs: opts.maxWaitMs ?? 1, maxInFlight: 2 };
   const loads = microBatch<DeliveryRequest, Delivery | SkippedDelivery>({
-    ...shape,
+    ...opts,
     run: (requests) => loadDeliveries(ctx, requests),
   });
-  const successes = microBatch<Success, unknown>({
-    ...shape,
+  const successes = microBatch<Success, void>({
+    ...opts,
+    retryAlone: true,
     run: async (list) => {
-      try {
-        await recordSuccesses(ctx, list);
-        return list.map(() => null);
-      } catch (err) {
-        if (list.length === 1) return [err];
-        return Promise.all(
-          list.map((one) =>
-            recordSuccesses(ctx, [one]).then(
-              () => null,
-              (e: unknown) => e,
-            ),
-          ),
-        );
-      }
+      await recordSuccesses(ctx, list);
+      return list.map(() => undefined);
     },
   });
   return {
     load: (request) => loads.submit(request),
-    async writeSuccess(success) {
-      const err = await successes.submit(success);
-      if (err) throw err;
-    },
+    writeSuccess: (success) => successes.submit(success),
   };
 }

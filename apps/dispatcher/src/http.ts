@@ -7,11 +7,8 @@ export const MAX_ANSWER_BYTES = 4096;
 export type SenderOptions = {
   /** Longest a delivery may take, connection to last byte read, in ms (`WEBHOOK_TIMEOUT_MS`). */
   timeoutMs: number;
-  /**
-   * Allow non-public destinations (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
-   * @defaultValue false
-   */
-  allowPrivateNetworks?: boolean;
+  /** Allow non-public destinations (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`). */
+  allowPrivateNetworks: boolean;
   /**
    * DNS servers for destination look-ups (`WEBHOOK_DNS_SERVERS`).
    * @defaultValue the system's, from /etc/resolv.conf
@@ -90,7 +87,7 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown })
  */
 export function createSender(opts: SenderOptions) {
   const guard = {
-    allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+    allowPrivateNetworks: opts.allowPrivateNetworks,
     dnsServers: opts.dnsServers,
     dnsTimeoutMs: opts.dnsTimeoutMs,
   };

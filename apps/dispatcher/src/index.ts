@@ -1,5 +1,5 @@
-import type { Logger } from '@stampcard/config';
-import { type Ctx, DEFAULT_BACKLOG_BATCH } from '@stampcard/core';
+import type { Env, Logger } from '@stampcard/config';
+import type { Ctx } from '@stampcard/core';
 import { enqueueCommitted, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -26,61 +26,64 @@ export type DispatcherOptions = {
   queues: Queues;
   prefix: string;
   logger: Logger;
-  /** Delays before each retry, in ms (`WEBHOOK_RETRY_SCHEDULE`). */
+  /**
+   * Delays before each retry, in ms.
+   * @defaultValue `WEBHOOK_RETRY_SCHEDULE`'s (see `dispatcherSettings`)
+   */
   retrySchedule: readonly number[];
   /**
-   * Longest a delivery may take, in ms (`WEBHOOK_TIMEOUT_MS`).
-   * @defaultValue 15000
+   * Longest a delivery may take, in ms.
+   * @defaultValue `WEBHOOK_TIMEOUT_MS`'s: 15000
    */
-  timeoutMs?: number;
+  timeoutMs: number;
   /**
-   * An endpoint failing for this long is disabled, in ms (`WEBHOOK_DISABLE_AFTER_MS`).
-   * @defaultValue 432000000 (5 days)
+   * An endpoint failing for this long is disabled, in ms.
+   * @defaultValue `WEBHOOK_DISABLE_AFTER_MS`'s: 432000000 (5 days)
    */
-  disableAfterMs?: number;
+  disableAfterMs: number;
   /**
    * The least a throttled answer (429/503 with Retry-After) holds its endpoint, in ms, however short the
-   * Retry-After; it grows with the endpoint's run of throttles (`WEBHOOK_THROTTLE_FLOOR_MS`).
-   * @defaultValue 1000
+   * Retry-After; it grows with the endpoint's run of throttles.
+   * @defaultValue `WEBHOOK_THROTTLE_FLOOR_MS`'s: 1000
    */
-  throttleFloorMs?: number;
+  throttleFloorMs: number;
   /**
    * Throttled answers an endpoint may give since its last success before each further one counts as a failed
-   * attempt (`WEBHOOK_FREE_THROTTLES`).
-   * @defaultValue 10
+   * attempt.
+   * @defaultValue `WEBHOOK_FREE_THROTTLES`'s: 10
    */
-  freeThrottles?: number;
+  freeThrottles: number;
   /**
-   * Deliver to non-public addresses (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
-   * @defaultValue false
+   * Deliver to non-public addresses.
+   * @defaultValue `WEBHOOK_ALLOW_PRIVATE_NETWORKS`'s: false
    */
-  allowPrivateNetworks?: boolean;
+  allowPrivateNetworks: boolean;
   /**
-   * DNS servers for destination look-ups (`WEBHOOK_DNS_SERVERS`).
-   * @defaultValue the system's, from /etc/resolv.conf
+   * DNS servers for destination look-ups.
+   * @defaultValue `WEBHOOK_DNS_SERVERS`'s: unset, the system's (from /etc/resolv.conf)
    */
   dnsServers?: readonly string[];
   /**
-   * Longest one destination look-up may take, in ms (`WEBHOOK_DNS_TIMEOUT_MS`).
-   * @defaultValue 5000
+   * Longest one destination look-up may take, in ms.
+   * @defaultValue `WEBHOOK_DNS_TIMEOUT_MS`'s: 5000
    */
-  dnsTimeoutMs?: number;
+  dnsTimeoutMs: number;
   /**
-   * Deliveries in flight at once in this process (`DISPATCHER_CONCURRENCY`).
-   * @defaultValue 64
+   * Deliveries in flight at once in this process.
+   * @defaultValue `DISPATCHER_CONCURRENCY`'s: 64
    */
-  concurrency?: number;
+  concurrency: number;
   /**
-   * The most deliveries in flight at once to one endpoint in this process (`WEBHOOK_ENDPOINT_CONCURRENCY`);
-   * timeouts narrow it (see `createInFlight`).
-   * @defaultValue 32
+   * The most deliveries in flight at once to one endpoint in this process; timeouts narrow it (see
+   * `createInFlight`).
+   * @defaultValue `WEBHOOK_ENDPOINT_CONCURRENCY`'s: 32
    */
-  endpointConcurrency?: number;
+  endpointConcurrency: number;
   /**
-   * Pause between sweeps of the outbox, in ms (`DISPATCH_SWEEP_MS`).
-   * @defaultValue 1000
+   * Pause between sweeps of the outbox, in ms.
+   * @defaultValue `DISPATCH_SWEEP_MS`'s: 1000
    */
-  sweepIntervalMs?: number;
+  sweepIntervalMs: number;
   /**
    * A PENDING message overdue by this much is checked for a live delivery job, in ms.
    * @defaultValue 30000
@@ -97,17 +100,53 @@ export type DispatcherOptions = {
    */
   sweep?: boolean;
   /**
-   * The most messages one batch of a backlog operation (release, discard, delete) handles
-   * (`WEBHOOK_BACKLOG_BATCH`).
-   * @defaultValue 1000
+   * The most messages one batch of a backlog operation (release, discard, delete) handles.
+   * @defaultValue `WEBHOOK_BACKLOG_BATCH`'s: 1000
    */
-  backlogBatch?: number;
+  backlogBatch: number;
   /**
    * Job lock, in ms: the jobs of a dispatcher that died are taken over within about 1.5 times this.
-   * @defaultValue 10000
+   * @defaultValue `WORKER_LOCK_MS`'s: 10000
    */
-  lockMs?: number;
+  lockMs: number;
 };
+
+/** The options the configuration sets, each from one variable (the one place its default is). */
+export type DispatcherSettings = Pick<
+  DispatcherOptions,
+  | 'retrySchedule'
+  | 'timeoutMs'
+  | 'disableAfterMs'
+  | 'throttleFloorMs'
+  | 'freeThrottles'
+  | 'allowPrivateNetworks'
+  | 'dnsServers'
+  | 'dnsTimeoutMs'
+  | 'concurrency'
+  | 'endpointConcurrency'
+  | 'sweepIntervalMs'
+  | 'backlogBatch'
+  | 'lockMs'
+>;
+
+/** The dispatcher's settings from the configuration (`loadConfig`): the dispatcher takes what it is given. */
+export function dispatcherSettings(config: Env): DispatcherSettings {
+  return {
+    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    disableAfterMs: config.WEBHOOK_DISABLE_AFTER_MS,
+    throttleFloorMs: config.WEBHOOK_THROTTLE_FLOOR_MS,
+    freeThrottles: config.WEBHOOK_FREE_THROTTLES,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    dnsServers: config.WEBHOOK_DNS_SERVERS,
+    dnsTimeoutMs: config.WEBHOOK_DNS_TIMEOUT_MS,
+    concurrency: config.DISPATCHER_CONCURRENCY,
+    endpointConcurrency: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+    sweepIntervalMs: config.DISPATCH_SWEEP_MS,
+    backlogBatch: config.WEBHOOK_BACKLOG_BATCH,
+    lockMs: config.WORKER_LOCK_MS,
+  };
+}
 
 export type StampcardDispatcher = {
   workers: Worker[];
@@ -127,8 +166,8 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     ctx: { afterCommit: enqueueCommitted(options.queues, options.logger), ...options.ctx },
   };
   const sender = createSender({
-    timeoutMs: opts.timeoutMs ?? 15_000,
-    allowPrivateNetworks: opts.allowPrivateNetworks ?? false,
+    timeoutMs: opts.timeoutMs,
+    allowPrivateNetworks: opts.allowPrivateNetworks,
     dnsServers: opts.dnsServers,
     dnsTimeoutMs: opts.dnsTimeoutMs,
   });
@@ -139,34 +178,29 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     logger: opts.logger,
     sender,
     gate: createEndpointGate(opts.connection, opts.prefix),
-    inFlight: createInFlight(opts.endpointConcurrency ?? 32),
+    inFlight: createInFlight(opts.endpointConcurrency),
     batching: createDeliveryBatching(opts.ctx),
     policy: {
       schedule: opts.retrySchedule,
-      disableAfterMs: opts.disableAfterMs ?? 5 * 24 * 3600 * 1000,
-      throttle: { floorMs: opts.throttleFloorMs ?? 1000, freeThrottles: opts.freeThrottles ?? 10 },
+      disableAfterMs: opts.disableAfterMs,
+      throttle: { floorMs: opts.throttleFloorMs, freeThrottles: opts.freeThrottles },
     },
   };
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
     'webhook-message.deliver': deliverMessage(deliver),
     'webhook-messages.deliver': deliverMessages(deliver),
-    'webhook-backlog.run': runBacklog(
-      opts.ctx,
-      opts.queues,
-      opts.logger,
-      opts.backlogBatch ?? DEFAULT_BACKLOG_BATCH,
-    ),
+    'webhook-backlog.run': runBacklog(opts.ctx, opts.queues, opts.logger, opts.backlogBatch),
   };
   const workers = startConsumers({
     consumer: 'dispatcher',
     processors,
     connection: opts.connection,
     prefix: opts.prefix,
-    concurrency: opts.concurrency ?? 64,
+    concurrency: opts.concurrency,
     // Batches of one endpoint take its row lock in turn; two queues' worth keeps several endpoints moving.
     queueConcurrency: { 'webhook-events': 4, 'webhook-backlogs': 2 },
-    lockMs: opts.lockMs ?? 10_000,
+    lockMs: opts.lockMs,
     // A delivery cut off by a dying process is taken over again rather than failed: it is at-least-once.
     maxStalledCount: 5,
     onFailed: (job, err) =>
@@ -177,7 +211,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     ctx: opts.ctx,
     queues: opts.queues,
     logger: opts.logger,
-    intervalMs: opts.sweepIntervalMs ?? 1000,
+    intervalMs: opts.sweepIntervalMs,
     overdueGraceMs: opts.overdueGraceMs ?? 30_000,
     overdueEvery: opts.overdueEvery ?? 10,
   });

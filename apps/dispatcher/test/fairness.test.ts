@@ -1,6 +1,6 @@
-import { createLogger } from '@stampcard/config';
+import { createLogger, loadConfig } from '@stampcard/config';
 import { createDb } from '@stampcard/db';
-import { startDispatcher } from '@stampcard/dispatcher';
+import { dispatcherSettings, startDispatcher } from '@stampcard/dispatcher';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { useReceivers } from '../../../test/support/receiver';
@@ -64,6 +64,8 @@ describe('fairness and throttling', () => {
       queues: stack.deps.queues,
       prefix: stack.prefix,
       logger: createLogger({ level: 'silent', name: 'second-dispatcher' }),
+      // The configuration's defaults, but for what this test sets.
+      ...dispatcherSettings(loadConfig({})),
       retrySchedule: [50],
       allowPrivateNetworks: true,
       concurrency: 16,

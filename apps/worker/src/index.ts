@@ -9,14 +9,14 @@ import {
 } from '@stampcard/jobs';
 import type { Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ActionBatcher } from './batcher';
+import { createActionBatcher } from './batcher';
 import { createIdempotencyPurge } from './idempotency-purge';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
 import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 import { runErasure } from './processors/run-erasure';
 import { createRelay } from './relay';
 
-export { ActionBatcher } from './batcher';
+export { type ActionBatcher, createActionBatcher } from './batcher';
 export { createIdempotencyPurge } from './idempotency-purge';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
@@ -99,7 +99,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     ctx: { afterCommit: enqueueCommitted(options.queues, options.logger), ...options.ctx },
   };
   const concurrency = opts.concurrency ?? 256;
-  const batcher = new ActionBatcher({
+  const batcher = createActionBatcher({
     apply: async (ids) => {
       // Once the batch committed, its events went to the dispatcher (the ctx's `afterCommit`).
       const applied = await applyActions(opts.ctx, ids);

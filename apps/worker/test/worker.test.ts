@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { type AppliedAction, acceptLoyaltyAction, type CampaignRow } from '@stampcard/core';
+import {
+  type AppliedAction,
+  acceptLoyaltyAction,
+  applyActions,
+  type CampaignRow,
+  pgError,
+} from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
 import { dispatchByName, enqueueActions, JOBS } from '@stampcard/jobs';
 import { Queue, Worker } from 'bullmq';
@@ -10,7 +16,7 @@ import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { actionJob } from '../../../test/support/jobs';
 import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../../../test/support/redis-keys';
 import { useTestStack } from '../../../test/support/use';
-import { ActionBatcher } from '../src/batcher';
+import { createActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
 import { applyLoyaltyActions } from '../src/processors/apply-loyalty-actions';
 
@@ -30,7 +36,7 @@ describe('ActionBatcher', () => {
 
   it('groups submissions made together into one apply call; an id not applied resolves null', async () => {
     const { calls, apply } = fakeApply();
-    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
+    const batcher = createActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
     const results = await Promise.all(['act_1', 'act_skip', 'act_3'].map((id) => batcher.submit(id)));
 
     expect(calls).toEqual([['act_1', 'act_skip', 'act_3']]);
@@ -43,7 +49,7 @@ describe('ActionBatcher', () => {
 
   it('flushes as soon as maxSize ids wait, and drain() applies the rest', async () => {
     const { calls, apply } = fakeApply();
-    const batcher = new ActionBatcher({ apply, maxSize: 2, maxWaitMs: 60_000 });
+    const batcher = createActionBatcher({ apply, maxSize: 2, maxWaitMs: 60_000 });
     const first = [batcher.submit('act_1'), batcher.submit('act_2')];
     // No wait for the timer: the second submission filled the batch.
     expect(calls).toEqual([['act_1', 'act_2']]);
@@ -66,7 +72,7 @@ describe('ActionBatcher', () => {
       if (calls.length === 1) await gate;
       return ids.map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [] }));
     };
-    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 60_000, maxInFlight: 1 });
+    const batcher = createActionBatcher({ apply, maxSize: 10, maxWaitMs: 60_000, maxInFlight: 1 });
     const first = batcher.submit('act_1');
     batcher.flush();
     const later = ['act_2', 'act_3'].map((id) => batcher.submit(id));
@@ -81,7 +87,7 @@ describe('ActionBatcher', () => {
   it('when a batch throws, tries each id alone so only the bad one rejects', async () => {
     const { calls, apply } = fakeApply();
     const batchErrors: number[] = [];
-    const batcher = new ActionBatcher({
+    const batcher = createActionBatcher({
       apply,
       maxSize: 10,
       maxWaitMs: 1,
@@ -98,7 +104,7 @@ describe('ActionBatcher', () => {
 
   it('a failing batch of one rejects without a retry', async () => {
     const { calls, apply } = fakeApply();
-    const batcher = new ActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
+    const batcher = createActionBatcher({ apply, maxSize: 10, maxWaitMs: 1 });
     await expect(batcher.submit('act_bad')).rejects.toThrow('cannot apply act_bad');
     expect(calls).toEqual([['act_bad']]);
   });
@@ -141,6 +147,9 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     return (await actionJob(stack, actionId))!;
   }
 
+  /** `counts` of an action applied once, the only one of its participant and campaign. */
+  const APPLIED_ONCE = { participant: 1, rewards: 1, campaign: 1, status: 'APPLIED', appliedEvents: 1 };
+
   async function counts(campaignId: string, participantId: string, actionId: string) {
     const [p] = await stack.ctx.db.select().from(participants).where(eq(participants.id, participantId));
     const [c] = await stack.ctx.db.select().from(campaigns).where(eq(campaigns.id, campaignId));
@@ -158,6 +167,59 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     };
   }
 
+  it('a batch that fails on one action is applied again one action at a time: the others commit, the bad one fails with its own error', async () => {
+    const [good1, bad, good2] = [await acceptOne(), await acceptOne(), await acceptOne()];
+    // A trigger that refuses to apply one action: the batch's transaction fails on it, whoever else is in it.
+    const refuse = `refuse_${randomBytes(4).toString('hex')}`;
+    await stack.ctx.db.execute(
+      sql.raw(`create function ${refuse}() returns trigger language plpgsql as $$
+        begin raise exception 'refused %', new.id; end $$;
+        create trigger ${refuse} before update on loyalty_actions for each row
+          when (new.id = '${bad.action.id}' and new.status = 'APPLIED') execute function ${refuse}()`),
+    );
+    try {
+      const batchErrors: number[] = [];
+      const applyCalls: string[][] = [];
+      const batcher = createActionBatcher({
+        apply: (ids) => {
+          applyCalls.push(ids);
+          return applyActions(stack.ctx, ids);
+        },
+        maxSize: 10,
+        maxWaitMs: 5,
+        onBatchError: (_err, size) => batchErrors.push(size),
+      });
+      const settled = await Promise.allSettled(
+        [good1, bad, good2].map(({ action }) => batcher.submit(action.id)),
+      );
+
+      const ids = [good1, bad, good2].map(({ action }) => action.id);
+      expect(applyCalls).toEqual([ids, ...ids.map((id) => [id])]);
+      expect(batchErrors).toEqual([3]);
+      expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(settled[0]).toMatchObject({ value: { id: good1.action.id, status: 'APPLIED' } });
+      expect(settled[2]).toMatchObject({ value: { id: good2.action.id, status: 'APPLIED' } });
+      // Its own error: PostgreSQL's raise_exception, naming the bad action.
+      const reason = (settled[1] as PromiseRejectedResult).reason;
+      expect(pgError(reason)).toMatchObject({ code: 'P0001' });
+      expect(String((reason as Error).cause)).toContain(`refused ${bad.action.id}`);
+      for (const { w, action, participant } of [good1, good2]) {
+        expect(await counts(w.campaign.id, participant.id, action.id)).toEqual(APPLIED_ONCE);
+      }
+      expect(await counts(bad.w.campaign.id, bad.participant.id, bad.action.id)).toEqual({
+        participant: 0,
+        rewards: 0,
+        campaign: 0,
+        status: 'QUEUED',
+        appliedEvents: 0,
+      });
+    } finally {
+      await stack.ctx.db.execute(
+        sql.raw(`drop trigger ${refuse} on loyalty_actions; drop function ${refuse}()`),
+      );
+    }
+  });
+
   it('an action enqueued as two jobs (different job ids) is applied once', async () => {
     const { w, action, participant } = await acceptOne();
     await enqueueActions(stack.deps.queues, [action.id]);
@@ -167,13 +229,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     const [normal, dup] = await Promise.all([finishedBatch(action.id), finished(`dup-${action.id}`)]);
     expect(normal.returnvalue).toMatchObject({ actions: 1 });
     expect(dup.returnvalue).toBeTruthy();
-    expect(await counts(w.campaign.id, participant.id, action.id)).toEqual({
-      participant: 1,
-      rewards: 1,
-      campaign: 1,
-      status: 'APPLIED',
-      appliedEvents: 1,
-    });
+    expect(await counts(w.campaign.id, participant.id, action.id)).toEqual(APPLIED_ONCE);
   });
 
   it('a job delivered again after its action was applied completes as skipped and changes nothing', async () => {
@@ -232,7 +288,7 @@ describe('a job that fails', () => {
     const email = uniqueEmail('private');
     const prefix = uniquePrefix('stampcard_test');
     // A real PostgreSQL error whose query carries an email, as an apply that fails on a participant would.
-    const batcher = new ActionBatcher({
+    const batcher = createActionBatcher({
       apply: async () => {
         await stack.ctx.db.execute(sql`select ${email}::int`);
         return [];

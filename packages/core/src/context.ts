@@ -2,6 +2,7 @@ import type { Tx } from '@stampcard/db';
 import type { Clock } from './clock';
 import { DomainError, unavailable } from './errors';
 import type { LookupCache } from './lookup-cache';
+import { pgError } from './pg-error';
 
 /**
  * Where a caller's durable write stands, for whoever must answer once the caller can wait no longer (the
@@ -100,7 +101,6 @@ export function outOfTime(): DomainError {
 
 /** Connection-level SQLSTATEs: the server went away (class 08) or is shutting down or starting up. */
 const LOST_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3])$/;
-const SQLSTATE = /^[0-9A-Z]{5}$/;
 
 /**
  * True when a statement that may commit failed without the database saying so: the connection was lost
@@ -109,15 +109,8 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  * server's own answer: the statement failed and its transaction rolled back.
  */
 export function commitOutcomeLost(err: unknown): boolean {
-  let e: unknown = err;
-  for (let depth = 0; depth < 5 && e !== null && typeof e === 'object'; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && SQLSTATE.test(code)) return LOST_SQLSTATE.test(code);
-    const cause = (e as { cause?: unknown }).cause;
-    if (cause === undefined || cause === e) break;
-    e = cause;
-  }
-  return true;
+  const pg = pgError(err);
+  return pg === undefined || LOST_SQLSTATE.test(pg.code);
 }
 
 /** The 503 of a write whose COMMIT was sent but whose answer was lost. */

@@ -6,6 +6,7 @@ export * from './ids';
 export * from './lookup-cache';
 export * from './micro-batch';
 export * from './paging';
+export * from './pg-error';
 export * from './rules/counters';
 export * from './rules/delivery';
 export * from './rules/erasure';

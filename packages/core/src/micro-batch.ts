@@ -1,6 +1,6 @@
 import { type Ctx, markSent, outOfTime, settleCommit } from './context';
 
-export type MicroBatchOptions<I, O> = {
+type Shape<I, O> = {
   /** Runs one batch; answers one result per item, in the items' order. */
   run: (items: I[]) => Promise<O[]>;
   /**
@@ -19,13 +19,37 @@ export type MicroBatchOptions<I, O> = {
    * @defaultValue 2
    */
   maxInFlight?: number;
-  /**
-   * Set when `run` commits what it writes (a group commit): tells, from an item's result, whether its write
-   * landed. Each submitter's `ctx.commit` is then marked sent when its batch runs and told the outcome.
-   * @defaultValue none: `run` is not a commit
-   */
-  landed?: (result: O) => boolean;
 };
+
+export type MicroBatchOptions<I, O> = Shape<I, O> &
+  (
+    | {
+        /**
+         * Set when `run` commits what it writes (a group commit): tells, from an item's result, whether its
+         * write landed. Each submitter's `ctx.commit` is then marked sent when its batch runs and told the
+         * outcome. A failed group commit is not run again item by item (`retryAlone`): whether it landed may
+         * be unknown.
+         * @defaultValue none: `run` is not a commit
+         */
+        landed?: (result: O) => boolean;
+        retryAlone?: false;
+      }
+    | {
+        landed?: undefined;
+        /**
+         * When a batch of several items fails (a deadlock, one row that breaks a constraint), each of its
+         * items is run again alone, one after the other, so that only the item at fault fails, with its own
+         * error. `run` must then be safe to run again for an item (idempotent, or nothing kept on failure).
+         * @defaultValue false: every item of a failed batch gets the batch's error
+         */
+        retryAlone: true;
+        /**
+         * Told of a batch of several items that failed, before they run again alone (to log it).
+         * @defaultValue none
+         */
+        onBatchError?: (error: unknown, size: number) => void;
+      }
+  );
 
 /**
  * The caller an item is submitted for: its deadline and its commit state (see `Ctx`), and what names its
@@ -41,22 +65,58 @@ type Pending<I, O> = {
 };
 
 /**
- * Group commit for any per-request step: items submitted within `maxWaitMs` of each other share one
- * `run`, each caller getting its own result (or the batch's error).
+ * Group commit for any per-request or per-job step: items submitted within `maxWaitMs` of each other share
+ * one `run`, each caller getting its own result (or the batch's error, or with `retryAlone` its own).
  */
 export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
   const maxSize = opts.maxSize ?? 64;
   const maxInFlight = opts.maxInFlight ?? 2;
+  const landed = opts.landed;
   let pending: Pending<I, O>[] = [];
   let timer: NodeJS.Timeout | null = null;
-  let inFlight = 0;
+  const inFlight = new Set<Promise<void>>();
 
-  const flush = () => {
+  /** The batch's fallback: each item alone, in turn, so a failure is its item's only. */
+  const eachAlone = async (batch: Pending<I, O>[]) => {
+    for (const p of batch) {
+      try {
+        const [result] = await opts.run([p.item]);
+        p.resolve(result!);
+      } catch (error) {
+        p.reject(error);
+      }
+    }
+  };
+
+  const runBatch = async (batch: Pending<I, O>[]) => {
+    // From here the batch's statement is sent in this same turn: each member's write is in flight.
+    if (landed) for (const p of batch) markSent(p.by?.commit, p.by?.subject);
+    let results: O[];
+    try {
+      results = await opts.run(batch.map((p) => p.item));
+    } catch (error) {
+      if (opts.retryAlone && batch.length > 1) {
+        opts.onBatchError?.(error, batch.length);
+        return eachAlone(batch);
+      }
+      for (const p of batch) {
+        p.reject(landed ? settleCommit(p.by?.commit, { error }, p.by?.subject) : error);
+      }
+      return;
+    }
+    for (const [i, p] of batch.entries()) {
+      if (landed) settleCommit(p.by?.commit, landed(results[i]!));
+      p.resolve(results[i]!);
+    }
+  };
+
+  /** Runs what is pending now, unless `maxInFlight` batches run: then when one of them ends. */
+  const flush = (): void => {
     if (timer) {
       clearTimeout(timer);
       timer = null;
     }
-    if (pending.length === 0 || inFlight >= maxInFlight) return;
+    if (pending.length === 0 || inFlight.size >= maxInFlight) return;
     // An item whose caller stopped waiting while it queued is dropped here, before anything is sent: the
     // caller was told nothing was written, and nothing is.
     let taken = 0;
@@ -67,30 +127,15 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
       else batch.push(p);
     }
     pending = pending.slice(taken);
-    if (batch.length === 0) return flush();
-    const landed = opts.landed;
-    // From here the batch's statement is sent in this same turn: each member's write is in flight.
-    if (landed) for (const p of batch) markSent(p.by?.commit, p.by?.subject);
-    inFlight += 1;
-    opts
-      .run(batch.map((p) => p.item))
-      .then(
-        (results) => {
-          for (const [i, p] of batch.entries()) {
-            if (landed) settleCommit(p.by?.commit, landed(results[i]!));
-            p.resolve(results[i]!);
-          }
-        },
-        (error) => {
-          for (const p of batch) {
-            p.reject(landed ? settleCommit(p.by?.commit, { error }, p.by?.subject) : error);
-          }
-        },
-      )
-      .finally(() => {
-        inFlight -= 1;
-        flush();
-      });
+    if (batch.length === 0) {
+      flush();
+      return;
+    }
+    const running = runBatch(batch).finally(() => {
+      inFlight.delete(running);
+      flush();
+    });
+    inFlight.add(running);
   };
 
   return {
@@ -102,5 +147,13 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
         else timer ??= setTimeout(flush, opts.maxWaitMs ?? 1);
       });
     },
+    flush,
+    /** Runs what is pending and waits for every batch under way (on shutdown). */
+    async drain(): Promise<void> {
+      flush();
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
   };
 }
+
+export type MicroBatch<I, O> = ReturnType<typeof microBatch<I, O>>;

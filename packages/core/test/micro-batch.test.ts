@@ -42,6 +42,50 @@ describe('microBatch', () => {
     expect(most).toBe(1);
   });
 
+  it('with retryAlone, a failed batch runs each item again alone: only the item at fault fails, with its own error', async () => {
+    const runs: number[][] = [];
+    const batchErrors: [string, number][] = [];
+    const b = microBatch<number, number>({
+      retryAlone: true,
+      onBatchError: (error, size) => batchErrors.push([(error as Error).message, size]),
+      run: async (items) => {
+        runs.push(items);
+        if (items.includes(2)) throw new Error(`bad ${items.join(',')}`);
+        return items.map((i) => i * 10);
+      },
+    });
+    const settled = await Promise.allSettled([1, 2, 3].map((i) => b.submit(i)));
+    expect(settled).toEqual([
+      { status: 'fulfilled', value: 10 },
+      { status: 'rejected', reason: new Error('bad 2') },
+      { status: 'fulfilled', value: 30 },
+    ]);
+    expect(runs).toEqual([[1, 2, 3], [1], [2], [3]]);
+    expect(batchErrors).toEqual([['bad 1,2,3', 3]]);
+    // A batch of one is its own retry: it fails at once.
+    await expect(b.submit(2)).rejects.toThrow('bad 2');
+    expect(runs.at(-1)).toEqual([2]);
+    expect(batchErrors).toHaveLength(1);
+  });
+
+  it('drain runs what is pending and waits for every batch under way', async () => {
+    const done: number[] = [];
+    const b = microBatch<number, number>({
+      maxSize: 2,
+      maxInFlight: 1,
+      maxWaitMs: 60_000,
+      run: async (items) => {
+        await new Promise((r) => setTimeout(r, 5));
+        done.push(...items);
+        return items;
+      },
+    });
+    const submitted = [1, 2, 3].map((i) => b.submit(i));
+    await b.drain();
+    expect(done).toEqual([1, 2, 3]);
+    expect(await Promise.all(submitted)).toEqual([1, 2, 3]);
+  });
+
   it('as a group commit: drops, unsent, the items of callers that stopped waiting, and tells the others when their write is in flight and how it ended', async () => {
     let release!: () => void;
     const held = new Promise<void>((r) => {

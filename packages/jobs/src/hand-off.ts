@@ -1,11 +1,9 @@
 import { safeError } from '@stampcard/config';
+import type { Created } from '@stampcard/core';
 import { enqueue, enqueueActions, type Queues } from './queues';
 
 /** Most events in one `webhook-events.fan-out` job (the catalog's bound). */
 export const FAN_OUT_BATCH = 5000;
-
-/** What a committed write created: its outbox events and its QUEUED loyalty actions (core's `Created`). */
-export type CommittedIds = { eventIds: readonly string[]; actionIds: readonly string[] };
 
 /**
  * The jobs of what committed writes created, the implementation of core's after-commit hand-off
@@ -16,7 +14,7 @@ export type CommittedIds = { eventIds: readonly string[]; actionIds: readonly st
  * error's class only.
  */
 export function enqueueCommitted(queues: Queues, logger: { warn(obj: object, msg: string): void }) {
-  return async (created: CommittedIds): Promise<void> => {
+  return async (created: Created): Promise<void> => {
     const { eventIds, actionIds } = created;
     const fanOuts = Array.from({ length: Math.ceil(eventIds.length / FAN_OUT_BATCH) }, (_, i) => ({
       payload: { eventIds: eventIds.slice(i * FAN_OUT_BATCH, (i + 1) * FAN_OUT_BATCH) },

@@ -1,3 +1,4 @@
+import type { Scheduled } from '@stampcard/core';
 import { Queue } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
 import { JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
@@ -95,17 +96,14 @@ export const deliveryJobId = (m: { messageId: string; generation: number }) =>
 /** Most messages of one endpoint delivered by one `webhook-messages.deliver` job. */
 export const DELIVERY_BATCH = 64;
 
-/** A webhook message to deliver: at its current generation, and its endpoint when known. */
-export type ScheduledMessage = { messageId: string; generation: number; endpointId?: string };
-
 /**
  * Puts webhook messages (at their current generation) in the delivery queue, in one round trip: those whose
  * endpoint is known in `webhook-messages.deliver` jobs of up to `DELIVERY_BATCH` per endpoint, any other as its
  * own `webhook-message.deliver` job.
  */
-export async function scheduleDeliveries(queues: Queues, list: ScheduledMessage[]): Promise<void> {
+export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Promise<void> {
   const byEndpoint = new Map<string, { messageId: string; generation: number }[]>();
-  const alone: ScheduledMessage[] = [];
+  const alone: Scheduled[] = [];
   for (const m of list) {
     if (!m.endpointId) {
       alone.push(m);

@@ -1,12 +1,11 @@
 import type { Tx } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import { assertLive, type Ctx, handOff } from '../../context';
-import { invalidState } from '../../errors';
 import { newId } from '../../ids';
 import { microBatch } from '../../micro-batch';
 import type { CampaignRow } from '../../serialize';
 import { normaliseEmail } from '../participants';
-import { type AcceptActionInput, type Accepted, acceptLoyaltyAction } from './accept';
+import { type AcceptActionInput, type Accepted, acceptLoyaltyAction, assertAcceptingActions } from './accept';
 
 type Item = { id: string; campaignId: string; input: AcceptActionInput; createdAt: Date };
 
@@ -78,11 +77,7 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
   return {
     /** `acceptLoyaltyAction`, with the common case sharing one statement with concurrent requests. */
     async accept(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput): Promise<Accepted> {
-      if (campaign.status !== 'IN_PROGRESS') {
-        throw invalidState(
-          `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
-        );
-      }
+      assertAcceptingActions(campaign);
       assertLive(ctx);
       const item = { id: newId('action'), campaignId: campaign.id, input, createdAt: ctx.clock.now() };
       // Dropped unsent if the request's deadline passes while it queues; marked sent when its batch goes.

@@ -3,6 +3,7 @@ import { and, eq } from 'drizzle-orm';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { DomainError, invalidState, notFound } from '../../errors';
 import { newId } from '../../ids';
+import { isUniqueViolation } from '../../pg-error';
 import type { CampaignRow } from '../../serialize';
 import { recordQueuedActions } from '../ledger';
 import {
@@ -32,6 +33,15 @@ export type Accepted = {
   participantCreated: boolean;
 };
 
+/** 400 INVALID_STATE unless the campaign is IN_PROGRESS: only then does it take loyalty actions. */
+export function assertAcceptingActions(campaign: Pick<CampaignRow, 'status'>): void {
+  if (campaign.status !== 'IN_PROGRESS') {
+    throw invalidState(
+      `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
+    );
+  }
+}
+
 /**
  * The API's half of a loyalty action: every check that must answer now, then the action is written to the
  * ledger as QUEUED (with a new participant, if one is created) in one transaction, handed to the worker once
@@ -42,11 +52,7 @@ export async function acceptLoyaltyAction(
   campaign: CampaignRow,
   input: AcceptActionInput,
 ): Promise<Accepted> {
-  if (campaign.status !== 'IN_PROGRESS') {
-    throw invalidState(
-      `The campaign is ${campaign.status}: loyalty actions are accepted only while it is IN_PROGRESS`,
-    );
-  }
+  assertAcceptingActions(campaign);
   const who = input.participant;
   // One round trip answers both questions: is the reward this campaign's, and does the participant exist?
   const [found] = await ctx.db
@@ -133,9 +139,3 @@ const queued = (a: typeof loyaltyActions.$inferSelect): Accepted['action'] => ({
   rewardId: a.rewardId,
   createdAt: a.createdAt,
 });
-
-function isUniqueViolation(err: unknown, constraint: string): boolean {
-  const e = (err as { cause?: unknown }).cause ?? err;
-  const pg = e as { code?: string; constraint_name?: string };
-  return pg.code === '23505' && pg.constraint_name === constraint;
-}

@@ -1,5 +1,5 @@
 import { anyOf, campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { asc, eq, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
 import { type Ctx, unitOfWork } from '../../context';
 import { countAction } from '../../rules/counters';
@@ -14,6 +14,7 @@ import {
 } from '../../serialize';
 import { type NewEvent, recordEvents } from '../events';
 import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
+import { settleQueuedActions } from '../queued-actions';
 import { decideUnlock, loadUnlockState, writeUnlocks } from './unlock';
 
 export type AppliedAction = {
@@ -44,24 +45,10 @@ export async function applyActionBatch(
     const { db } = tx;
     const now = ctx.clock.now();
     const month = monthKey(now);
-    const claimed = await db
-      .update(loyaltyActions)
-      .set({ status: 'APPLIED', appliedAt: now })
-      .where(
-        // Lock the rows in id order, like every other lock here, whatever order the scan would take.
-        inArray(
-          loyaltyActions.id,
-          db
-            .select({ id: loyaltyActions.id })
-            .from(loyaltyActions)
-            .where(
-              and(anyOf(loyaltyActions.id, [...new Set(actionIds)]), eq(loyaltyActions.status, 'QUEUED')),
-            )
-            .orderBy(asc(loyaltyActions.id))
-            .for('update'),
-        ),
-      )
-      .returning();
+    const claimed = await settleQueuedActions(db, anyOf(loyaltyActions.id, [...new Set(actionIds)]), {
+      status: 'APPLIED',
+      appliedAt: now,
+    }).returning();
     if (claimed.length === 0) return { applied: [], eventIds: [] };
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
 

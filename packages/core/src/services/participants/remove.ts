@@ -1,10 +1,11 @@
 import { accounts, campaigns, loyaltyActions, participants } from '@stampcard/db';
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, eq, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { boardsOf, bucketMoves } from '../../rules/leaderboard';
 import { type CampaignRow, campaignRef } from '../../serialize';
 import { recordEvents } from '../events';
 import { bucketChanges, moveBuckets } from '../leaderboard/buckets';
+import { settleQueuedActions } from '../queued-actions';
 import { type ErasureStep, startErasure } from './erase';
 import { findParticipant, participantNotFound } from './lookup';
 
@@ -43,27 +44,11 @@ export async function deleteParticipant(
   if (!found) throw participantNotFound(campaign.id, idOrEmail);
   return unitOfWork(ctx, async (tx) => {
     const { db } = tx;
-    const rejected = await db
-      .update(loyaltyActions)
-      .set({ status: 'REJECTED', reason: PARTICIPANT_DELETED })
-      .where(
-        inArray(
-          loyaltyActions.id,
-          db
-            .select({ id: loyaltyActions.id })
-            .from(loyaltyActions)
-            .where(
-              and(
-                eq(loyaltyActions.campaignId, campaign.id),
-                eq(loyaltyActions.participantId, found.id),
-                eq(loyaltyActions.status, 'QUEUED'),
-              ),
-            )
-            .orderBy(asc(loyaltyActions.id))
-            .for('update'),
-        ),
-      )
-      .returning({ id: loyaltyActions.id });
+    const rejected = await settleQueuedActions(
+      db,
+      and(eq(loyaltyActions.campaignId, campaign.id), eq(loyaltyActions.participantId, found.id)),
+      { status: 'REJECTED', reason: PARTICIPANT_DELETED },
+    ).returning({ id: loyaltyActions.id });
     // DELETE … RETURNING locks the row and answers it as last committed: its counts include every action a
     // worker applied before this got the lock.
     const [gone] = await db

@@ -3,6 +3,7 @@ import { eq, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { type ValidationIssue, validationError } from '../../errors';
 import type { EventData } from '../../event-schemas';
+import { isUniqueViolation, pgError } from '../../pg-error';
 import { emailKey } from '../../rules/fraud';
 import { dueConversion } from '../../rules/points';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
@@ -60,12 +61,6 @@ function metadataExpression(merge: [string, Metadata[string]][], increments: [st
       end)
       from jsonb_each(${add}::jsonb) as i(key, value)
     ), '{}'::jsonb)`;
-}
-
-/** The SQLSTATE (and constraint) of a driver error, possibly wrapped by drizzle. */
-function pgError(err: unknown): { code?: string; constraint?: string } {
-  const e = ((err as { cause?: unknown }).cause ?? err) as { code?: string; constraint_name?: string };
-  return { code: e?.code, constraint: e?.constraint_name };
 }
 
 /** Whether two metadata objects (as jsonb gives them back: keys in one canonical order) are equal. */
@@ -184,13 +179,12 @@ export async function updateParticipant(
         .where(eq(participants.id, before.id))
         .returning();
     } catch (err) {
-      const pg = pgError(err);
-      if (pg.code === '23505' && pg.constraint === 'participants_campaign_email_uq') {
+      if (isUniqueViolation(err, 'participants_campaign_email_uq')) {
         throw validationError([
           issue('email', patch.email, 'another participant of this campaign has this email'),
         ]);
       }
-      if (pg.code === '22003') {
+      if (pgError(err)?.code === '22003') {
         throw validationError([issue('metadataIncrement', null, 'a sum is out of range')]);
       }
       throw err;

@@ -2,6 +2,7 @@ import { type BacklogKind, webhookEndpoints, webhookMessages } from '@stampcard/
 import { and, count, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { DomainError } from '../../errors';
+import { pgError } from '../../pg-error';
 import { pickedMessages, replayed, type Scheduled } from './messages';
 import { type EndpointRow, serializeBacklog } from './views';
 
@@ -38,13 +39,8 @@ export type BacklogBatch = {
 
 const STALE: BacklogBatch = { ran: false, handled: 0, scheduled: [], next: null, size: 0 };
 
-/** Whether PostgreSQL cancelled the statement at `statement_timeout` (SQLSTATE 57014), here or in a cause. */
-function statementTimedOut(err: unknown, depth = 0): boolean {
-  if (depth > 5 || err === null || typeof err !== 'object') return false;
-  const e = err as { code?: unknown; cause?: unknown };
-  if (e.code === '57014') return true;
-  return e.cause !== undefined && e.cause !== err && statementTimedOut(e.cause, depth + 1);
-}
+/** Whether PostgreSQL cancelled the statement at `statement_timeout` (SQLSTATE 57014). */
+const statementTimedOut = (err: unknown) => pgError(err)?.code === '57014';
 
 /** The endpoint row's operation columns, reset for a new operation of `kind` starting `now`. */
 export function startBacklog(current: EndpointRow, kind: BacklogKind, total: number | null, now: Date) {

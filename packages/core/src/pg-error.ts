@@ -4,6 +4,16 @@ const MAX_DEPTH = 6;
 /** A SQLSTATE: five digits or capitals (`23505`, `40P01`), unlike a driver's own codes (`CONNECTION_CLOSED`). */
 const SQLSTATE = /^[0-9A-Z]{5}$/;
 
+/**
+ * Whether `e` carries PostgreSQL's SQLSTATE. An operating system's error code may look like one (`EPIPE`,
+ * `EPERM`, `EBADF` are five capitals too), but such an error says the socket failed, not that the server
+ * answered: Node marks it with `syscall` or a numeric `errno`.
+ */
+function hasSqlState(e: Record<string, unknown>): e is Record<string, unknown> & { code: string } {
+  if (typeof e.code !== 'string' || !SQLSTATE.test(e.code)) return false;
+  return typeof e.syscall !== 'string' && typeof e.errno !== 'number';
+}
+
 /** The error, then its causes in turn (`Error.cause`), as objects; a cycle or a non-object ends it. */
 export function* errorChain(err: unknown): Generator<Record<string, unknown>> {
   let e: unknown = err;
@@ -22,7 +32,7 @@ export function* errorChain(err: unknown): Generator<Record<string, unknown>> {
  */
 export function pgError(err: unknown): { code: string; constraint?: string } | undefined {
   for (const e of errorChain(err)) {
-    if (typeof e.code !== 'string' || !SQLSTATE.test(e.code)) continue;
+    if (!hasSqlState(e)) continue;
     return {
       code: e.code,
       ...(typeof e.constraint_name === 'string' ? { constraint: e.constraint_name } : {}),

@@ -5,23 +5,9 @@ import {
   type PolicyCount,
   rateLimitHeaders,
   rateLimitMessage,
-  slowdownDelayMs,
 } from '../src/rules/limits';
 
 const count = (used: number, retryAfterMs = 0, resetMs = 0): PolicyCount => ({ used, retryAfterMs, resetMs });
-
-describe('slowdownDelayMs', () => {
-  it("follows the seed's examples: 61st 100 ms, 63rd 300 ms, 70th 1,000 ms", () => {
-    expect(slowdownDelayMs(60, 60)).toBe(0);
-    expect(slowdownDelayMs(61, 60)).toBe(100);
-    expect(slowdownDelayMs(63, 60)).toBe(300);
-    expect(slowdownDelayMs(70, 60)).toBe(1000);
-  });
-
-  it('is off at 0', () => {
-    expect(slowdownDelayMs(1000, 0)).toBe(0);
-  });
-});
 
 describe('effectiveLimits', () => {
   it("is the seed's table without an override, and the override field by field", () => {

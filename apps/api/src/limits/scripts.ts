@@ -12,7 +12,11 @@
  * request releases its lease when it ends, and the lease of a process that died expires by itself.
  *
  * Time is Redis's own clock, so API processes whose clocks differ still agree; tests pass their own.
+ *
+ * The windows are core's (`RATE_POLICIES`, `SLOWDOWN_WINDOW_MS`), written into the script's text as it is
+ * built: the script is the one place the rules run, and `apps/api/test/limiter.test.ts` walks its edges.
  */
+import { RATE_POLICIES, SLOWDOWN_WINDOW_MS } from '@stampcard/core';
 
 const NOW = `
 local now = tonumber(ARGV[1])
@@ -41,7 +45,7 @@ end
  * rate policy that refused, 4 the concurrency limit.
  */
 export const ADMIT = `${NOW}${LEASE}
-local windows = { 5000, 60000, 3600000 }
+local windows = { ${RATE_POLICIES.map((p) => p.windowMs).join(', ')} }
 local limits = { tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]) }
 
 -- Drops what left the window from the old end of a log (newest first). Answers how many requests it still
@@ -76,7 +80,7 @@ local delay = 0
 if verdict == 0 then
   local after = tonumber(ARGV[6])
   local writes = 0
-  if ARGV[5] == '1' and after > 0 then writes = trim(KEYS[4], 60000) + 1 end
+  if ARGV[5] == '1' and after > 0 then writes = trim(KEYS[4], ${SLOWDOWN_WINDOW_MS}) + 1 end
   if writes > after then delay = (writes - after) * tonumber(ARGV[7]) end
   if lease(KEYS[5], tonumber(ARGV[8]), ARGV[9], tonumber(ARGV[10]) + delay) == 0 then
     verdict = 4
@@ -92,7 +96,7 @@ if verdict == 0 then
     end
     if writes > 0 then
       redis.call('LPUSH', KEYS[4], now)
-      redis.call('PEXPIRE', KEYS[4], 60000)
+      redis.call('PEXPIRE', KEYS[4], ${SLOWDOWN_WINDOW_MS})
     end
   end
 end

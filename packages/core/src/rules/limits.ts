@@ -32,8 +32,14 @@ export const DEFAULT_LIMITS: Readonly<EffectiveLimits> = Object.freeze({
   slowdownAfter: 60,
 });
 
-/** Each write past the slowdown threshold waits this much more than the one before it. */
+/**
+ * The seed's write slowdown: once a key's writes in the last `SLOWDOWN_WINDOW_MS` pass its threshold
+ * (`slowdownAfter`), the n-th write over it waits n × `SLOWDOWN_STEP_MS` (the 61st 100 ms, the 63rd 300 ms, the
+ * 70th 1,000 ms). The limiter's script applies it (`apps/api/src/limits/scripts.ts`), with these numbers.
+ */
 export const SLOWDOWN_STEP_MS = 100;
+/** The window a key's writes are counted over, for the slowdown: a minute. */
+export const SLOWDOWN_WINDOW_MS = 60_000;
 
 /** The account's override over the defaults, field by field (an absent field keeps its default). */
 export function effectiveLimits(overrides: RateLimitOverrides | null | undefined): EffectiveLimits {
@@ -51,15 +57,6 @@ export function policyLimit(limits: EffectiveLimits, policy: RatePolicyName): nu
   if (policy === 'SECOND') return limits.second;
   if (policy === 'MINUTE') return limits.minute;
   return limits.hour;
-}
-
-/**
- * The seed's slowdown: once a key's writes in the last minute pass `after`, the n-th write over it waits
- * n × 100 ms (the 61st 100 ms, the 63rd 300 ms, the 70th 1,000 ms). `writes` counts this one. 0 turns it off.
- */
-export function slowdownDelayMs(writes: number, after: number): number {
-  if (after <= 0 || writes <= after) return 0;
-  return (writes - after) * SLOWDOWN_STEP_MS;
 }
 
 /** What the limiter found for one policy: requests counted in its window, and when room comes back. */

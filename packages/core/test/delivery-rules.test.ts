@@ -8,7 +8,6 @@ import {
   signingSecrets,
   type ThrottlePolicy,
   throttleStep,
-  wantsEvent,
 } from '../src/rules/delivery';
 
 const now = new Date('2026-11-22T12:00:00Z');
@@ -124,11 +123,5 @@ describe('delivery rules', () => {
     expect(signingSecrets(ep, now)).toEqual(['whsec_new', 'whsec_old']);
     expect(signingSecrets({ ...ep, previousSecretExpiresAt: now }, now)).toEqual(['whsec_new']);
     expect(signingSecrets({ ...ep, previousSecret: null }, now)).toEqual(['whsec_new']);
-  });
-
-  it('an endpoint with no event types wants them all', () => {
-    expect(wantsEvent({ eventTypes: [] }, 'CAMPAIGN_ENDED')).toBe(true);
-    expect(wantsEvent({ eventTypes: ['CAMPAIGN_ENDED'] }, 'CAMPAIGN_ENDED')).toBe(true);
-    expect(wantsEvent({ eventTypes: ['CAMPAIGN_ENDED'] }, 'NEW_PARTICIPANT_ADDED')).toBe(false);
   });
 });

@@ -133,8 +133,3 @@ export function signingSecrets(
     ? [endpoint.secret, previousSecret]
     : [endpoint.secret];
 }
-
-/** Whether an endpoint subscribed to `eventTypes` (empty: all) wants an event of `type`. */
-export function wantsEvent(endpoint: { eventTypes: readonly string[] }, type: string): boolean {
-  return endpoint.eventTypes.length === 0 || endpoint.eventTypes.includes(type);
-}

@@ -18,7 +18,7 @@ export const FAN_OUT_BATCH = 500;
 
 /**
  * Fans outbox events out to their campaigns' endpoints, in ONE statement: one message per (event, endpoint
- * that wants its type), created idempotently (its id is `messageIdFor`, computed the same way in SQL), and the
+ * that wants its type: one whose `eventTypes` lists it, or is empty), created idempotently (its id is `messageIdFor`, computed the same way in SQL), and the
  * events marked dispatched. Events another dispatcher is fanning out right now are skipped (it holds their
  * rows). With `eventIds`, those events (a worker's committed batch); without, the oldest undispatched ones (the
  * sweep).

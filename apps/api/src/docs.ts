@@ -2,10 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { SwaggerUI } from '@hono/swagger-ui';
-import { ERROR_CATALOG, RATE_POLICIES } from '@stampcard/core';
+import { RATE_POLICIES } from '@stampcard/core';
 import type { App } from './env';
 import { DOCS_PATH, ERRORS_ANCHOR, OPENAPI_PATH } from './lib/docs-paths';
 import { ERROR_CODES, ERROR_DESCRIPTIONS, exampleErrorBody } from './lib/error-schema';
+import { HTTP_ERRORS } from './lib/error-status';
+import { rateHeaderNames } from './limits/headers';
 import { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER } from './middleware/idempotency';
 
 export { DOCS_PATH, defaultSupportUrl, ERRORS_ANCHOR, OPENAPI_PATH } from './lib/docs-paths';
@@ -116,15 +118,15 @@ const integer = { type: 'integer', minimum: 0 };
 const RATE_HEADERS: Record<string, { description: string; schema: object }> = Object.fromEntries([
   ...RATE_POLICIES.flatMap((p) => [
     [
-      `Stampcard-RateLimit-${p.header}-Limit`,
+      rateHeaderNames(p.name).limit,
       { description: `Requests allowed ${p.describe} (\`${p.name}\` policy)`, schema: integer },
     ],
     [
-      `Stampcard-RateLimit-${p.header}-Remaining`,
+      rateHeaderNames(p.name).remaining,
       { description: `Requests left in the \`${p.name}\` window, a sliding one`, schema: integer },
     ],
     [
-      `Stampcard-Retry-After-${p.header}-Milliseconds`,
+      rateHeaderNames(p.name).retryAfter,
       {
         description: `Only when the \`${p.name}\` policy has no request left: ms until its oldest request leaves the window`,
         schema: integer,
@@ -217,7 +219,7 @@ const EXAMPLE_BODY = `{
 /** The error catalogue as HTML, in the page itself: the anchor exists whether or not scripts run. */
 function errorsSection(): string {
   const rows = ERROR_CODES.map((code) => {
-    const { name, status } = ERROR_CATALOG[code];
+    const { name, status } = HTTP_ERRORS[code];
     return `<tr id="error-${code}"><td>${status}</td><td><code>${code}</code></td><td>${name}</td><td>${escapeHtml(ERROR_DESCRIPTIONS[code])}</td></tr>`;
   }).join('\n');
   return `<section id="${ERRORS_ANCHOR}" class="errors">

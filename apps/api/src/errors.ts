@@ -1,6 +1,6 @@
 import {
   DomainError,
-  ERROR_CATALOG,
+  type DuplicateRequestDetails,
   type ErrorCode,
   errorChain,
   type ValidationIssue,
@@ -12,6 +12,7 @@ import type { ZodError } from 'zod';
 import type { AppEnv } from './env';
 import { unsupportedContentType } from './lib/body';
 import { defaultSupportUrl } from './lib/docs-paths';
+import { HTTP_ERRORS } from './lib/error-status';
 
 type Details = Record<string, unknown>;
 
@@ -26,7 +27,7 @@ export function buildErrorBody(
   where: { supportUrl: string; requestId?: string },
   details: Details = {},
 ) {
-  const { name, status } = ERROR_CATALOG[code];
+  const { name, status } = HTTP_ERRORS[code];
   const body: Details & { status: typeof status } = {
     name,
     code,
@@ -117,7 +118,7 @@ function fromHttpException(err: HTTPException, c: Context<AppEnv>) {
   const code = HTTP_STATUS_CODES[err.status] ?? (err.status < 500 ? 'VALIDATION_ERROR' : 'INTERNAL_ERROR');
   if (code === 'INTERNAL_ERROR') return internalError(err, c);
   if (code !== 'VALIDATION_ERROR')
-    return errorResponse(c, code, err.message || ERROR_CATALOG[code].name, {}, headers);
+    return errorResponse(c, code, err.message || HTTP_ERRORS[code].name, {}, headers);
   const refused =
     err.status === 415
       ? unsupportedContentType(c.req.header('content-type'))
@@ -132,6 +133,24 @@ function internalError(err: unknown, c: Context<AppEnv>) {
 }
 
 /**
+ * A `DUPLICATE_REQUEST` as the API describes it: `request` may say how the API recorded the first request (the
+ * Idempotency-Key store keeps its path with emails masked); otherwise it was identical to this one.
+ */
+type DuplicateRequest = DuplicateRequestDetails & { request?: { method: string; path: string } };
+
+/**
+ * The fields a domain error adds to its body. Core states details in its own terms; those that speak of the
+ * HTTP request are made here: a `DUPLICATE_REQUEST`'s `request: { method, path, startedAt }` (the contract's).
+ */
+function bodyDetails(err: DomainError, c: Context<AppEnv>): Details {
+  if (err.code !== 'DUPLICATE_REQUEST') return err.details;
+  const { startedAt, request } = err.details as DuplicateRequest;
+  return {
+    request: { method: request?.method ?? c.req.method, path: request?.path ?? c.req.path, startedAt },
+  };
+}
+
+/**
  * The app's onError, the one path every failure takes: domain errors keep their code (5xx ones are logged
  * first), framework exceptions keep their status, store outages are a 503, anything else a logged 500.
  * Logs carry the error's class, code and constraint (see the logger's serializer), never its values.
@@ -140,13 +159,13 @@ export function handleError(err: Error, c: Context<AppEnv>) {
   // Work whose request was answered already (the deadline passed) is logged once by the deadline when it ends.
   const logger = c.get('abandoned') ? undefined : c.get('deps')?.logger;
   if (err instanceof DomainError) {
-    if (ERROR_CATALOG[err.code].status >= 500) {
+    if (HTTP_ERRORS[err.code].status >= 500) {
       logger?.error(
         { err, requestId: c.get('requestId') },
         err.code === 'UNAVAILABLE' ? 'backing store unavailable' : 'domain fault',
       );
     }
-    return errorResponse(c, err.code, err.message, err.details);
+    return errorResponse(c, err.code, err.message, bodyDetails(err, c));
   }
   if (err instanceof HTTPException) return fromHttpException(err, c);
   if (isUnavailable(err)) {

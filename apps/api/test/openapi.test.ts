@@ -7,6 +7,7 @@ import { client, eventually, expectErrorShape, inProcess, type Reply } from '../
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 import { DOCS_PATH, OPENAPI_PATH } from '../src/docs';
+import { HTTP_ERRORS } from '../src/lib/error-status';
 
 const stack = useTestStack();
 
@@ -114,7 +115,7 @@ describe('GET /v1/openapi.json', () => {
         const codes: ErrorCode[] = schema.allOf[1].properties.code.enum;
         expect(codes.length).toBeGreaterThan(0);
         for (const code of codes) {
-          expect(ERROR_CATALOG[code].status, `${method} ${path} ${status} ${code}`).toBe(Number(status));
+          expect(HTTP_ERRORS[code].status, `${method} ${path} ${status} ${code}`).toBe(Number(status));
           expect(op.responses[status].description).toContain(code);
         }
       }
@@ -204,7 +205,7 @@ describe('GET /v1/docs', () => {
     const html = await (await stack.app.request(DOCS_PATH)).text();
     const section = html.slice(html.indexOf('<section id="errors"'));
     expect(html).toContain('<section id="errors"');
-    for (const [code, { name, status }] of Object.entries(ERROR_CATALOG)) {
+    for (const [code, { name, status }] of Object.entries(HTTP_ERRORS)) {
       expect(section).toContain(
         `<tr id="error-${code}"><td>${status}</td><td><code>${code}</code></td><td>${name}</td>`,
       );

@@ -1,21 +1,22 @@
 /**
- * Domain errors. Each carries a code of the contract's catalogue; transports map the code to a status and
- * a name (see `ERROR_CATALOG`), and put `details` at the top level of the error body.
+ * Domain errors. Each carries a code of the catalogue, a message, and `details` in the domain's terms; core
+ * knows no transport: the API maps each code to its HTTP status (`apps/api/src/lib/error-status.ts`) and puts
+ * `details` at the top level of the error body.
  */
 export const ERROR_CATALOG = {
-  VALIDATION_ERROR: { name: 'ValidationError', status: 400 },
-  INVALID_STATE: { name: 'InvalidState', status: 400 },
-  AUTHENTICATION_REQUIRED: { name: 'AuthenticationRequired', status: 401 },
-  USAGE_LIMIT: { name: 'UsageLimit', status: 402 },
-  NOT_AUTHORIZED: { name: 'NotAuthorized', status: 403 },
-  NOT_FOUND: { name: 'NotFound', status: 404 },
-  METHOD_NOT_ALLOWED: { name: 'MethodNotAllowed', status: 405 },
-  DUPLICATE_REQUEST: { name: 'DuplicateRequest', status: 409 },
-  OPERATION_IN_PROGRESS: { name: 'OperationInProgress', status: 409 },
-  PARTICIPANT_BLOCKED: { name: 'ParticipantBlocked', status: 422 },
-  RATE_LIMIT: { name: 'RateLimit', status: 429 },
-  INTERNAL_ERROR: { name: 'InternalError', status: 500 },
-  UNAVAILABLE: { name: 'Unavailable', status: 503 },
+  VALIDATION_ERROR: { name: 'ValidationError' },
+  INVALID_STATE: { name: 'InvalidState' },
+  AUTHENTICATION_REQUIRED: { name: 'AuthenticationRequired' },
+  USAGE_LIMIT: { name: 'UsageLimit' },
+  NOT_AUTHORIZED: { name: 'NotAuthorized' },
+  NOT_FOUND: { name: 'NotFound' },
+  METHOD_NOT_ALLOWED: { name: 'MethodNotAllowed' },
+  DUPLICATE_REQUEST: { name: 'DuplicateRequest' },
+  OPERATION_IN_PROGRESS: { name: 'OperationInProgress' },
+  PARTICIPANT_BLOCKED: { name: 'ParticipantBlocked' },
+  RATE_LIMIT: { name: 'RateLimit' },
+  INTERNAL_ERROR: { name: 'InternalError' },
+  UNAVAILABLE: { name: 'Unavailable' },
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
@@ -83,6 +84,19 @@ export function validationError(issues: ValidationIssue[], message?: string): Do
     more > 0 ? { errors: listed, errorCount: issues.length } : { errors: listed },
   );
 }
+
+/** What core says of a `DUPLICATE_REQUEST`: when the identical request still in progress was accepted. */
+export type DuplicateRequestDetails = {
+  /** When the first of the identical requests was accepted, in UTC ms. */
+  startedAt: number;
+};
+
+/**
+ * An identical request (same caller, same operation, same input) is still in progress: the first must finish
+ * before it may be repeated.
+ */
+export const duplicateRequest = (message: string, details: DuplicateRequestDetails, cause?: unknown) =>
+  new DomainError('DUPLICATE_REQUEST', message, details, { cause });
 
 export const notFound = (what: string) => new DomainError('NOT_FOUND', `${what} does not exist`);
 export const notAuthorized = (message: string) => new DomainError('NOT_AUTHORIZED', message);

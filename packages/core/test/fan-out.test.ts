@@ -64,6 +64,8 @@ describe("fan-out's event filter, in PostgreSQL", () => {
     expect(receivers(deletedEvent!)).toEqual([all, deletions, both].sort());
     expect(made.some((m) => m.endpointId === deletedAll)).toBe(false);
     // The disabled endpoint's message is kept for when it is enabled again, but not scheduled now.
-    expect(out.scheduled.map((s) => s.endpointId).sort()).toEqual([all, all, ended, deletions, both, both].sort());
+    expect(out.scheduled.map((s) => s.endpointId).sort()).toEqual(
+      [all, all, ended, deletions, both, both].sort(),
+    );
   });
 });

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { ERROR_CATALOG, type ErrorCode, FRAUD_REASON_CODES, MAX_LISTED_ISSUES } from '@stampcard/core';
 import { FRAUD_RISK_LEVELS } from '@stampcard/db';
+import { HTTP_ERRORS } from './error-status';
 
 /**
  * What each error code means, for the OpenAPI document and the errors section of the docs page (the
@@ -53,7 +54,7 @@ export const ErrorBody = z
     name: z.string(),
     code: z.enum(ERROR_CODES).openapi({
       description: ERROR_CODES.map(
-        (code) => `- \`${code}\` (${ERROR_CATALOG[code].status}): ${ERROR_DESCRIPTIONS[code]}`,
+        (code) => `- \`${code}\` (${HTTP_ERRORS[code].status}): ${ERROR_DESCRIPTIONS[code]}`,
       ).join('\n'),
     }),
     message: z.string(),
@@ -153,7 +154,7 @@ const EXAMPLES: Record<ErrorCode, { message: string; details?: Record<string, un
 };
 
 export function exampleErrorBody(code: ErrorCode) {
-  const { name, status } = ERROR_CATALOG[code];
+  const { name, status } = HTTP_ERRORS[code];
   return {
     name,
     code,
@@ -188,7 +189,7 @@ const STATUS_TITLES: Record<number, string> = {
 export function errorResponsesFor(codes: readonly ErrorCode[]) {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of new Set(codes)) {
-    const { status } = ERROR_CATALOG[code];
+    const { status } = HTTP_ERRORS[code];
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   const entries = [...byStatus.entries()]
@@ -201,7 +202,7 @@ export function errorResponsesFor(codes: readonly ErrorCode[]) {
       ].join('\n\n');
       const schema = ErrorBody.extend({ code: z.enum([first, ...rest]), status: z.literal(status) });
       const examples = Object.fromEntries(
-        list.map((code) => [code, { summary: ERROR_CATALOG[code].name, value: exampleErrorBody(code) }]),
+        list.map((code) => [code, { summary: HTTP_ERRORS[code].name, value: exampleErrorBody(code) }]),
       );
       return [status, { description, content: { 'application/json': { schema, examples } } }] as const;
     });

@@ -7,13 +7,13 @@ import {
   effectiveLimits,
   type Principal,
   type RatePolicyName,
-  rateLimitHeaders,
   rateLimitMessage,
 } from '@stampcard/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { errorBody } from '../errors';
 import { clientIp } from '../lib/client-ip';
+import { rateLimitHeaders } from '../limits/headers';
 import type { RateLimiter } from '../limits/limiter';
 import { bearerToken } from './auth';
 import { requestBudgetMs } from './deadline';

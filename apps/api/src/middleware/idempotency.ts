@@ -230,7 +230,7 @@ function answerHeld(c: Context<AppEnv>, row: IdempotencyRow, hash: string, key: 
     throw new DomainError(
       'DUPLICATE_REQUEST',
       'A request with this Idempotency-Key is still being processed: repeat it once it has finished',
-      { request: { method: row.method, path: row.path, startedAt: row.startedAt.getTime() } },
+      { startedAt: row.startedAt.getTime(), request: { method: row.method, path: row.path } },
     );
   }
   const headers: Record<string, string> = { ...row.responseHeaders, [IDEMPOTENT_REPLAYED_HEADER]: 'true' };

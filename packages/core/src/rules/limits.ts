@@ -2,9 +2,9 @@ import type { RateLimitOverrides } from '@stampcard/db';
 
 /** The seed's three rate policies, in the order they are checked and reported. */
 export const RATE_POLICIES = [
-  { name: 'SECOND', header: 'Second', windowMs: 5_000, describe: 'per 5 seconds' },
-  { name: 'MINUTE', header: 'Minute', windowMs: 60_000, describe: 'per minute' },
-  { name: 'HOUR', header: 'Hour', windowMs: 3_600_000, describe: 'per hour' },
+  { name: 'SECOND', windowMs: 5_000, describe: 'per 5 seconds' },
+  { name: 'MINUTE', windowMs: 60_000, describe: 'per minute' },
+  { name: 'HOUR', windowMs: 3_600_000, describe: 'per hour' },
 ] as const;
 
 export type RatePolicyName = (typeof RATE_POLICIES)[number]['name'];
@@ -85,33 +85,4 @@ export function rateLimitMessage(
   }
   const p = RATE_POLICIES.find((x) => x.name === policy)!;
   return `Rate limit exceeded: ${policyLimit(limits, policy)} requests ${p.describe} (${policy} policy); retry in ${retryAfterMs} ms`;
-}
-
-/**
- * The rate headers of an answer to a keyed request: the seed's three `Stampcard-RateLimit-*` pairs, a
- * `Stampcard-Retry-After-*-Milliseconds` for each policy hit (no request left) or exceeded, and the IETF
- * draft's `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers: `q` quota, `w` window and
- * `t` seconds, `r` remaining).
- */
-export function rateLimitHeaders(
-  counts: Record<RatePolicyName, PolicyCount>,
-  limits: EffectiveLimits,
-): Record<string, string> {
-  const headers: Record<string, string> = {};
-  const policy: string[] = [];
-  const current: string[] = [];
-  for (const p of RATE_POLICIES) {
-    const limit = policyLimit(limits, p.name);
-    const { used, retryAfterMs, resetMs } = counts[p.name];
-    const remaining = Math.max(0, limit - used);
-    headers[`Stampcard-RateLimit-${p.header}-Limit`] = String(limit);
-    headers[`Stampcard-RateLimit-${p.header}-Remaining`] = String(remaining);
-    if (remaining === 0) headers[`Stampcard-Retry-After-${p.header}-Milliseconds`] = String(retryAfterMs);
-    const key = p.name.toLowerCase();
-    policy.push(`"${key}";q=${limit};w=${p.windowMs / 1000}`);
-    current.push(`"${key}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`);
-  }
-  headers['RateLimit-Policy'] = policy.join(', ');
-  headers.RateLimit = current.join(', ');
-  return headers;
 }

@@ -1,7 +1,7 @@
 import { loyaltyActions, type Metadata, participants, rewards } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
-import { DomainError, invalidState, notFound } from '../../errors';
+import { duplicateRequest, invalidState, notFound } from '../../errors';
 import { newId } from '../../ids';
 import { isUniqueViolation } from '../../pg-error';
 import type { CampaignRow } from '../../serialize';
@@ -22,7 +22,6 @@ export type AcceptActionInput = {
     | { id: string };
   /** Identifies the request (key, method, path, body): an identical one while this is QUEUED is refused. */
   requestHash?: string;
-  request?: { method: string; path: string };
 };
 
 const INFLIGHT_INDEX = 'loyalty_actions_inflight_uq';
@@ -115,17 +114,10 @@ export async function acceptLoyaltyAction(
         .from(loyaltyActions)
         .where(and(eq(loyaltyActions.requestHash, input.requestHash), eq(loyaltyActions.status, 'QUEUED')))
         .limit(1);
-      throw new DomainError(
-        'DUPLICATE_REQUEST',
+      throw duplicateRequest(
         'An identical request is still being processed: wait for it to finish before sending it again',
-        {
-          request: {
-            method: input.request?.method ?? 'POST',
-            path: input.request?.path ?? '',
-            startedAt: (first?.createdAt ?? ctx.clock.now()).getTime(),
-          },
-        },
-        { cause: err },
+        { startedAt: (first?.createdAt ?? ctx.clock.now()).getTime() },
+        err,
       );
     }
     throw err;

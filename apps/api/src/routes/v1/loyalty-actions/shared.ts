@@ -35,7 +35,7 @@ export async function triggerAction(
   c: Context<AppEnv>,
   campaignId: string,
   body: unknown,
-  input: Omit<AcceptActionInput, 'requestHash' | 'request'>,
+  input: Omit<AcceptActionInput, 'requestHash'>,
   wait: boolean,
 ) {
   const principal = c.get('principal');
@@ -47,7 +47,6 @@ export async function triggerAction(
     {
       ...input,
       requestHash: requestHash(principal.apiKeyId, c.req.method, c.req.path, body),
-      request: { method: c.req.method, path: c.req.path },
     },
     { wait, onRecorded: (late) => c.set('lateReply', () => c.json(late, 200)) },
   );

@@ -1,0 +1,47 @@
+import {
+  type EffectiveLimits,
+  type PolicyCount,
+  policyLimit,
+  RATE_POLICIES,
+  type RatePolicyName,
+} from '@stampcard/core';
+
+/** The `Stampcard-*` headers of one rate policy (`Second`, `Minute`, `Hour` in their names). */
+export function rateHeaderNames(policy: RatePolicyName) {
+  const word = policy[0] + policy.slice(1).toLowerCase();
+  return {
+    limit: `Stampcard-RateLimit-${word}-Limit`,
+    remaining: `Stampcard-RateLimit-${word}-Remaining`,
+    retryAfter: `Stampcard-Retry-After-${word}-Milliseconds`,
+  };
+}
+
+/**
+ * The rate headers of an answer to a keyed request: the seed's three `Stampcard-RateLimit-*` pairs, a
+ * `Stampcard-Retry-After-*-Milliseconds` for each policy hit (no request left) or exceeded, and the IETF
+ * draft's `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers: `q` quota, `w` window and
+ * `t` seconds, `r` remaining).
+ */
+export function rateLimitHeaders(
+  counts: Record<RatePolicyName, PolicyCount>,
+  limits: EffectiveLimits,
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const policy: string[] = [];
+  const current: string[] = [];
+  for (const p of RATE_POLICIES) {
+    const names = rateHeaderNames(p.name);
+    const limit = policyLimit(limits, p.name);
+    const { used, retryAfterMs, resetMs } = counts[p.name];
+    const remaining = Math.max(0, limit - used);
+    headers[names.limit] = String(limit);
+    headers[names.remaining] = String(remaining);
+    if (remaining === 0) headers[names.retryAfter] = String(retryAfterMs);
+    const key = p.name.toLowerCase();
+    policy.push(`"${key}";q=${limit};w=${p.windowMs / 1000}`);
+    current.push(`"${key}";r=${remaining};t=${Math.ceil(resetMs / 1000)}`);
+  }
+  headers['RateLimit-Policy'] = policy.join(', ');
+  headers.RateLimit = current.join(', ');
+  return headers;
+}

@@ -124,12 +124,14 @@ export type AttemptOutcome = (
 const clipped = (s: string | null, max: number) => (s === null ? null : s.slice(0, max));
 
 /**
- * Records an attempt and moves its message on, in one transaction: delivered (and, for a FULFILMENT
- * endpoint's goal, the reward marked FULFILLED once); retried on the schedule; throttled (held at least the
- * growing floor of `throttleStep`, and not counted until the endpoint's run of throttles passes its bound);
- * dead-lettered when the schedule is spent; or held because the endpoint was disabled (410, or failing for too
- * long), with an event saying why. The message's attempt log keeps its first and last `ATTEMPT_LOG_KEEP`
- * attempts (`insertAttempt`). Answers the ids of the events it wrote.
+ * Records an attempt and moves its message on. A plain success (the common case) is written apart, with the
+ * others finishing at once (`writeSuccess`); any other outcome in one transaction, by the handler of its
+ * verdict: `succeeded` (ends the endpoint's run of failures or throttles, and fulfils a FULFILMENT endpoint's
+ * goal once), `throttled` (held at least the growing floor of `throttleStep`, and not counted until the
+ * endpoint's run of throttles passes its bound), `gone` (410: the endpoint is disabled, its messages kept),
+ * `failed` (retried on the schedule, dead-lettered once it is spent, or held when the endpoint has failed too
+ * long and is disabled). A disabled endpoint gets an event saying why. The message's attempt log keeps its
+ * first and last `ATTEMPT_LOG_KEEP` attempts (`insertAttempt`). Answers the ids of the events it wrote.
  */
 export async function recordAttempt(
   ctx: Ctx,
@@ -158,13 +160,12 @@ export async function recordAttempt(
     succeeded: verdict.kind === 'SUCCEEDED',
     throttled: verdict.kind === 'THROTTLED',
   };
-  const fulfils =
-    endpoint.kind === 'FULFILMENT' && message.eventType === 'PARTICIPANT_REACHED_A_GOAL' && message.eventId;
-  // A plain success is written apart, in one statement with the others finishing at once (its log kept
-  // bounded there too). The rest is the transaction's: fulfilling, and ending the endpoint's run of failures
-  // or throttles.
-  const plain = !fulfils && !endpoint.failingSince && !endpoint.throttledSince;
-  if (verdict.kind === 'SUCCEEDED' && plain) {
+  if (
+    verdict.kind === 'SUCCEEDED' &&
+    !fulfils(message, endpoint) &&
+    !endpoint.failingSince &&
+    !endpoint.throttledSince
+  ) {
     await writeSuccess({
       id: attempt.id,
       messageId: message.id,
@@ -178,128 +179,183 @@ export async function recordAttempt(
     return { next: 'DONE', status: 'SUCCEEDED', eventIds: [] };
   }
   return unitOfWork(ctx, async (tx) => {
-    const { db } = tx;
     await insertAttempt(tx, attempt);
-    const thisGeneration = and(
-      eq(webhookMessages.id, message.id),
-      eq(webhookMessages.generation, message.generation),
-      eq(webhookMessages.status, 'PENDING'),
-    );
-    const lastError =
-      result.statusCode === null ? (result.errorClass ?? 'CONNECTION') : `HTTP ${result.statusCode}`;
-
-    if (verdict.kind === 'SUCCEEDED') {
-      await db
-        .update(webhookMessages)
-        .set({
-          status: 'SUCCEEDED',
-          attempts: sql`${webhookMessages.attempts} + 1`,
-          lastStatusCode: result.statusCode,
-          lastError: null,
-          succeededAt: now,
-          updatedAt: now,
-        })
-        .where(thisGeneration);
-      if (endpoint.failingSince || endpoint.throttledSince) {
-        await db
-          .update(webhookEndpoints)
-          .set({ failingSince: null, throttles: 0, throttledSince: null })
-          .where(
-            and(
-              eq(webhookEndpoints.id, endpoint.id),
-              or(isNotNull(webhookEndpoints.failingSince), isNotNull(webhookEndpoints.throttledSince)),
-            ),
-          );
-      }
-      const fulfilled =
-        endpoint.kind === 'FULFILMENT' &&
-        message.eventType === 'PARTICIPANT_REACHED_A_GOAL' &&
-        message.eventId
-          ? await fulfil(tx, message.eventId, now)
-          : [];
-      return { next: 'DONE', status: 'SUCCEEDED', eventIds: fulfilled };
+    const a: Attempt = {
+      tx,
+      message,
+      endpoint,
+      result,
+      policy,
+      now,
+      lastError:
+        result.statusCode === null ? (result.errorClass ?? 'CONNECTION') : `HTTP ${result.statusCode}`,
+    };
+    switch (verdict.kind) {
+      case 'SUCCEEDED':
+        return succeeded(a);
+      case 'THROTTLED':
+        return throttled(a, verdict.retryAfterMs);
+      case 'GONE':
+        return gone(a);
+      case 'FAILED':
+        return failed(a, { failingSince: endpoint.failingSince });
     }
-
-    let pauseMs: number | undefined;
-    let failingSinceBefore = endpoint.failingSince;
-    if (verdict.kind === 'THROTTLED') {
-      // The endpoint's run of throttles, counted by every dispatcher in its row.
-      const [run] = await db
-        .update(webhookEndpoints)
-        .set({
-          throttles: sql`${webhookEndpoints.throttles} + 1`,
-          throttledSince: sql`coalesce(${webhookEndpoints.throttledSince}, ${now.toISOString()}::timestamptz)`,
-        })
-        .where(eq(webhookEndpoints.id, endpoint.id))
-        .returning({
-          throttles: webhookEndpoints.throttles,
-          throttledSince: webhookEndpoints.throttledSince,
-          failingSince: webhookEndpoints.failingSince,
-        });
-      const step = throttleStep(
-        verdict.retryAfterMs,
-        {
-          throttles: run?.throttles ?? 1,
-          throttledForMs: run?.throttledSince ? Math.max(0, now.getTime() - run.throttledSince.getTime()) : 0,
-        },
-        policy.throttle,
-        policy.schedule,
-      );
-      pauseMs = step.pauseMs;
-      if (!step.counts) {
-        const at = new Date(now.getTime() + step.pauseMs);
-        await db
-          .update(webhookMessages)
-          .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError, updatedAt: now })
-          .where(thisGeneration);
-        return { next: 'RETRY', at, eventIds: [], pauseMs };
-      }
-      // Past its free throttles the endpoint is failing: the answer counts like any other failure.
-      failingSinceBefore = run ? run.failingSince : endpoint.failingSince;
-    }
-
-    const attempts = message.attempts + 1;
-    const failingSince = failingSinceBefore ?? now;
-    if (!failingSinceBefore) {
-      await db
-        .update(webhookEndpoints)
-        .set({ failingSince: now })
-        .where(and(eq(webhookEndpoints.id, endpoint.id), isNull(webhookEndpoints.failingSince)));
-    }
-    const disable =
-      verdict.kind === 'GONE'
-        ? ('GONE' as const)
-        : failedTooLong(failingSince, now, policy.disableAfterMs)
-          ? ('FAILING' as const)
-          : null;
-    const delay = disable ? null : nextRetryDelay(policy.schedule, attempts, policy.random);
-    // A counted throttle still waits out the endpoint's pause.
-    const at = delay === null ? now : new Date(now.getTime() + Math.max(delay, pauseMs ?? 0));
-    const dead = !disable && delay === null;
-    await db
-      .update(webhookMessages)
-      .set({
-        attempts,
-        status: dead ? 'FAILED' : 'PENDING',
-        nextAttemptAt: at,
-        lastStatusCode: result.statusCode,
-        lastError,
-        updatedAt: now,
-      })
-      .where(thisGeneration);
-    if (disable) {
-      const eventIds = await disableEndpoint(
-        tx,
-        endpoint,
-        disable,
-        disable === 'FAILING' ? failingSince : null,
-        now,
-      );
-      return { next: 'HELD', eventIds, pauseMs };
-    }
-    if (dead) return { next: 'DONE', status: 'FAILED', eventIds: [], pauseMs };
-    return { next: 'RETRY', at, eventIds: [], pauseMs };
   });
+}
+
+/** What each outcome's handler works with, inside the attempt's transaction (its row already inserted). */
+type Attempt = {
+  tx: Ctx;
+  message: MessageRow;
+  endpoint: EndpointRow;
+  result: AttemptResult;
+  policy: DeliveryPolicy;
+  now: Date;
+  /** The message's `lastError` for an attempt that did not succeed. */
+  lastError: string;
+};
+
+/** Whether a 2xx to this message fulfils a reward: a FULFILMENT endpoint's goal. */
+const fulfils = (message: MessageRow, endpoint: EndpointRow) =>
+  endpoint.kind === 'FULFILMENT' &&
+  message.eventType === 'PARTICIPANT_REACHED_A_GOAL' &&
+  Boolean(message.eventId);
+
+/** The message, if it is still the PENDING one of the generation the attempt was made for. */
+const thisGeneration = (message: MessageRow) =>
+  and(
+    eq(webhookMessages.id, message.id),
+    eq(webhookMessages.generation, message.generation),
+    eq(webhookMessages.status, 'PENDING'),
+  );
+
+/** A 2xx that is not a plain success: ends the endpoint's run of failures or throttles, fulfils a goal. */
+async function succeeded({ tx, message, endpoint, result, now }: Attempt): Promise<AttemptOutcome> {
+  await tx.db
+    .update(webhookMessages)
+    .set({
+      status: 'SUCCEEDED',
+      attempts: sql`${webhookMessages.attempts} + 1`,
+      lastStatusCode: result.statusCode,
+      lastError: null,
+      succeededAt: now,
+      updatedAt: now,
+    })
+    .where(thisGeneration(message));
+  if (endpoint.failingSince || endpoint.throttledSince) {
+    await tx.db
+      .update(webhookEndpoints)
+      .set({ failingSince: null, throttles: 0, throttledSince: null })
+      .where(
+        and(
+          eq(webhookEndpoints.id, endpoint.id),
+          or(isNotNull(webhookEndpoints.failingSince), isNotNull(webhookEndpoints.throttledSince)),
+        ),
+      );
+  }
+  const eventIds = fulfils(message, endpoint) ? await fulfil(tx, message.eventId!, now) : [];
+  return { next: 'DONE', status: 'SUCCEEDED', eventIds };
+}
+
+/**
+ * A 429/503 with a usable Retry-After: the endpoint's run of throttles grows (counted by every dispatcher in
+ * its row) and it is left alone for `throttleStep`'s pause. Within its free throttles the message only waits
+ * that pause; past them the answer counts as a failure, which still waits out the pause.
+ */
+async function throttled(a: Attempt, retryAfterMs: number): Promise<AttemptOutcome> {
+  const { tx, message, endpoint, result, policy, now } = a;
+  const [run] = await tx.db
+    .update(webhookEndpoints)
+    .set({
+      throttles: sql`${webhookEndpoints.throttles} + 1`,
+      throttledSince: sql`coalesce(${webhookEndpoints.throttledSince}, ${now.toISOString()}::timestamptz)`,
+    })
+    .where(eq(webhookEndpoints.id, endpoint.id))
+    .returning({
+      throttles: webhookEndpoints.throttles,
+      throttledSince: webhookEndpoints.throttledSince,
+      failingSince: webhookEndpoints.failingSince,
+    });
+  const step = throttleStep(
+    retryAfterMs,
+    {
+      throttles: run?.throttles ?? 1,
+      throttledForMs: run?.throttledSince ? Math.max(0, now.getTime() - run.throttledSince.getTime()) : 0,
+    },
+    policy.throttle,
+    policy.schedule,
+  );
+  if (step.counts) {
+    return failed(a, { failingSince: run ? run.failingSince : endpoint.failingSince, pauseMs: step.pauseMs });
+  }
+  const at = new Date(now.getTime() + step.pauseMs);
+  await tx.db
+    .update(webhookMessages)
+    .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError: a.lastError, updatedAt: now })
+    .where(thisGeneration(message));
+  return { next: 'RETRY', at, eventIds: [], pauseMs: step.pauseMs };
+}
+
+/** 410 Gone: the attempt counts, and the endpoint is disabled (`GONE`); the message waits for it. */
+async function gone(a: Attempt): Promise<AttemptOutcome> {
+  await countFailure(a, a.endpoint.failingSince, { status: 'PENDING', at: a.now });
+  return { next: 'HELD', eventIds: await disableEndpoint(a.tx, a.endpoint, 'GONE', null, a.now) };
+}
+
+/**
+ * A failed attempt (or a throttle past its free ones, `pauseMs` its pause): retried on the schedule, no sooner
+ * than the pause; dead-lettered when the schedule is spent; or held, once the endpoint has failed for
+ * `disableAfterMs` and is disabled (`FAILING`).
+ * @param failingSince - the endpoint's, as it was before this attempt
+ */
+async function failed(
+  a: Attempt,
+  opts: { failingSince: Date | null; pauseMs?: number },
+): Promise<AttemptOutcome> {
+  const { message, policy, now } = a;
+  const { pauseMs } = opts;
+  const failingSince = opts.failingSince ?? now;
+  if (failedTooLong(failingSince, now, policy.disableAfterMs)) {
+    await countFailure(a, opts.failingSince, { status: 'PENDING', at: now });
+    const eventIds = await disableEndpoint(a.tx, a.endpoint, 'FAILING', failingSince, now);
+    return { next: 'HELD', eventIds, pauseMs };
+  }
+  const delay = nextRetryDelay(policy.schedule, message.attempts + 1, policy.random);
+  if (delay === null) {
+    await countFailure(a, opts.failingSince, { status: 'FAILED', at: now });
+    return { next: 'DONE', status: 'FAILED', eventIds: [], pauseMs };
+  }
+  const at = new Date(now.getTime() + Math.max(delay, pauseMs ?? 0));
+  await countFailure(a, opts.failingSince, { status: 'PENDING', at });
+  return { next: 'RETRY', at, eventIds: [], pauseMs };
+}
+
+/**
+ * A counted failure: the endpoint is failing from now if it was not (`failingSince` as it was before this
+ * attempt), and the message's attempt is counted, with its next state.
+ */
+async function countFailure(
+  { tx, message, endpoint, result, now, lastError }: Attempt,
+  failingSince: Date | null,
+  next: { status: 'PENDING' | 'FAILED'; at: Date },
+): Promise<void> {
+  if (!failingSince) {
+    await tx.db
+      .update(webhookEndpoints)
+      .set({ failingSince: now })
+      .where(and(eq(webhookEndpoints.id, endpoint.id), isNull(webhookEndpoints.failingSince)));
+  }
+  await tx.db
+    .update(webhookMessages)
+    .set({
+      attempts: message.attempts + 1,
+      status: next.status,
+      nextAttemptAt: next.at,
+      lastStatusCode: result.statusCode,
+      lastError,
+      updatedAt: now,
+    })
+    .where(thisGeneration(message));
 }
 
 /** A 2xx from an endpoint that was not failing, for a message that fulfils nothing. */

@@ -1,14 +1,6 @@
-import {
-  type Ctx,
-  fanOutEvents,
-  loadDeliveries,
-  messageIdFor,
-  newId,
-  recordEvents,
-  systemClock,
-} from '@stampcard/core';
-import { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { eq } from 'drizzle-orm';
+import { type Ctx, fanOutEvents, loadDeliveries, newId, recordEvents, systemClock } from '@stampcard/core';
+import { events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
@@ -130,7 +122,7 @@ describe('delivery batching', () => {
     expect(rows.map((r) => r.status).sort()).toEqual(['PENDING', 'SUCCEEDED', 'SUCCEEDED']);
   });
 
-  it('fan-out makes one message per wanting endpoint in one statement, with the id messageIdFor gives, once', async () => {
+  it('fan-out makes one message per wanting endpoint in one statement, and fanning out again makes none', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId } = await endpointWithMessages(ctx, 0);
     const [endpoint] = await ctx.db
@@ -164,18 +156,33 @@ describe('delivery batching', () => {
     ]);
     const out = await fanOutEvents(ctx, [first!, second!]);
     expect(out.events).toBe(2);
+    const messages = () =>
+      ctx.db
+        .select({
+          id: webhookMessages.id,
+          eventId: webhookMessages.eventId,
+          endpointId: webhookMessages.endpointId,
+        })
+        .from(webhookMessages)
+        .where(eq(webhookMessages.campaignId, endpoint!.campaignId));
+    const made = await messages();
+    expect(made).toHaveLength(4);
+    const idOf = (eventId: string, to: string) =>
+      made.find((m) => m.eventId === eventId && m.endpointId === to)?.id;
+    expect(idOf(first!, picky)).toBeDefined();
     // The disabled endpoint's messages are made and kept, but not scheduled.
     expect(out.scheduled).toEqual([
-      { messageId: messageIdFor(first!, endpointId), generation: 0, endpointId },
-      { messageId: messageIdFor(second!, endpointId), generation: 0, endpointId },
+      { messageId: idOf(first!, endpointId), generation: 0, endpointId },
+      { messageId: idOf(second!, endpointId), generation: 0, endpointId },
     ]);
-    const made = await ctx.db
-      .select({ id: webhookMessages.id })
-      .from(webhookMessages)
-      .where(eq(webhookMessages.eventId, first!));
-    expect(made.map((m) => m.id).sort()).toEqual(
-      [messageIdFor(first!, endpointId), messageIdFor(first!, picky)].sort(),
-    );
     expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 0, scheduled: [] });
+    // Fanned out again from scratch (as if marking them dispatched had been lost), the events find the same
+    // messages: the ids derive from event and endpoint.
+    await ctx.db
+      .update(events)
+      .set({ dispatchedAt: null })
+      .where(inArray(events.id, [first!, second!]));
+    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 2, scheduled: [] });
+    expect((await messages()).map((m) => m.id).sort()).toEqual(made.map((m) => m.id).sort());
   });
 });

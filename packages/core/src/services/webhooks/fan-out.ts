@@ -1,25 +1,17 @@
-import { createHash } from 'node:crypto';
 import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, asc, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
 import type { Scheduled } from './messages';
 
-/** The id of an event's message to an endpoint: derived from both, so fanning out again finds the same row. */
-export function messageIdFor(eventId: string, endpointId: string): string {
-  return (
-    ID_PREFIXES.webhookMessage +
-    createHash('sha256').update(`${eventId}\n${endpointId}`).digest('hex').slice(0, 24)
-  );
-}
-
 /** Largest number of events one fan-out takes. */
 export const FAN_OUT_BATCH = 500;
 
 /**
  * Fans outbox events out to their campaigns' endpoints, in ONE statement: one message per (event, endpoint
- * that wants its type: one whose `eventTypes` lists it, or is empty), created idempotently (its id is `messageIdFor`, computed the same way in SQL), and the
- * events marked dispatched. Events another dispatcher is fanning out right now are skipped (it holds their
+ * that wants its type: one whose `eventTypes` lists it, or is empty), created idempotently (its id derives
+ * from the event's and the endpoint's, so fanning out again finds the same row), and the events marked
+ * dispatched. Events another dispatcher is fanning out right now are skipped (it holds their
  * rows). With `eventIds`, those events (a worker's committed batch); without, the oldest undispatched ones (the
  * sweep).
  *

@@ -6,7 +6,8 @@ import type { BenchCampaign } from './seed';
 /**
  * The accept path's result without the HTTP: `n` QUEUED ledger rows for `campaign` in one statement (the
  * i-th for participant i mod participants, metadata `{ n: i }`), then their jobs as the API's accept path
- * makes them (`enqueueActions`: `loyalty-actions.apply` jobs of up to 64 actions), 1,000 actions per round trip.
+ * makes them (`enqueueActions`: `loyalty-action-batch.apply` jobs of up to 64 actions), 1,000 actions per
+ * round trip.
  * Answers the action ids.
  */
 export async function queueActions(bench: Bench, campaign: BenchCampaign, n: number): Promise<string[]> {
@@ -20,7 +21,8 @@ export async function queueActions(bench: Bench, campaign: BenchCampaign, n: num
     order by g
     returning id`;
   const ids = rows.map((r) => r.id);
-  // As the API's accept path does: `loyalty-actions.apply` jobs of up to 64 actions, 1,000 actions a round trip.
+  // As the API's accept path does: `loyalty-action-batch.apply` jobs of up to 64 actions, 1,000 actions a
+  // round trip.
   for (let i = 0; i < ids.length; i += 1000) await enqueueActions(bench.queues, ids.slice(i, i + 1000));
   return ids;
 }

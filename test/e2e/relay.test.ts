@@ -80,7 +80,7 @@ describe('Redis is the transport, PostgreSQL the record', () => {
 
   /** Lets a stand-in worker take the queued job once, so it ends failed or completed without being applied. */
   async function settleJobWith(actionId: string, processor: Processor, state: 'failed' | 'completed') {
-    const standIn = new Worker(JOBS['loyalty-actions.apply'].queue, processor, {
+    const standIn = new Worker(JOBS['loyalty-action-batch.apply'].queue, processor, {
       connection: stack.redis,
       prefix: stack.prefix,
     });

@@ -189,7 +189,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
     'webhook-message.deliver': deliverMessage(deliver),
-    'webhook-messages.deliver': deliverMessages(deliver),
+    'webhook-message-batch.deliver': deliverMessages(deliver),
     'webhook-backlog.run': runBacklog(opts.ctx, opts.queues, opts.logger, opts.backlogBatch),
   };
   const workers = startConsumers({

@@ -8,6 +8,7 @@ import {
 } from '@stampcard/core';
 import {
   backlogJobId,
+  currentJobName,
   deliveryJobId,
   ensureJobs,
   type JobPayload,
@@ -28,15 +29,15 @@ export type SweeperOptions = {
   overdueEvery: number;
 };
 
-/** The messages (as `deliveryJobId`s) of every `webhook-messages.deliver` job waiting or running. */
+/** The messages (as `deliveryJobId`s) of every `webhook-message-batch.deliver` job waiting or running. */
 async function messagesInBatchJobs(queues: Queues): Promise<Set<string>> {
   const jobs = await queues
-    .forJob('webhook-messages.deliver')
+    .forJob('webhook-message-batch.deliver')
     .getJobs(['waiting', 'prioritized', 'active', 'delayed']);
   const ids = new Set<string>();
   for (const job of jobs) {
-    if (job?.name !== 'webhook-messages.deliver') continue;
-    const data = job.data as JobPayload<'webhook-messages.deliver'>;
+    if (!job || currentJobName(job.name) !== 'webhook-message-batch.deliver') continue;
+    const data = job.data as JobPayload<'webhook-message-batch.deliver'>;
     for (const m of data.messages ?? []) ids.add(deliveryJobId(m));
   }
   return ids;

@@ -27,7 +27,7 @@ const endpointPath = (id: string) => `/admin/v1/webhook-endpoints/${id}`;
  * the 2 s the request path's connection allows a command.
  */
 async function onQueue<T>(
-  name: 'webhook-backlog.run' | 'webhook-messages.deliver',
+  name: 'webhook-backlog.run' | 'webhook-message-batch.deliver',
   use: (q: Queue) => Promise<T>,
 ) {
   const q = new Queue(JOBS[name].queue, { connection: stack.redis, prefix: stack.prefix });
@@ -55,10 +55,12 @@ describe('an endpoint with a large backlog', () => {
       backlog: { kind: 'RELEASE', state: 'RUNNING', total, done: BATCH, finishedAt: null },
     });
     // The API queued the first batch only (in jobs of 64), and the job of the next batch: never the backlog.
-    const deliveries = await onQueue('webhook-messages.deliver', (q) =>
+    const deliveries = await onQueue('webhook-message-batch.deliver', (q) =>
       q.getJobs(['waiting', 'prioritized', 'delayed']),
     );
-    const sizes = deliveries.map((j) => (j.data as JobPayload<'webhook-messages.deliver'>).messages.length);
+    const sizes = deliveries.map(
+      (j) => (j.data as JobPayload<'webhook-message-batch.deliver'>).messages.length,
+    );
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(BATCH);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(64);
     const steps = await onQueue('webhook-backlog.run', (q) =>
@@ -82,14 +84,14 @@ describe('an endpoint with a large backlog', () => {
     expect(Object.values(counts).reduce((a, b) => a + b, 0)).toBe(total);
     // Each is in a delivery job still to run, or already delivered (Redis first: a job that finishes in between
     // has recorded its success before).
-    const live = await onQueue('webhook-messages.deliver', (q) =>
+    const live = await onQueue('webhook-message-batch.deliver', (q) =>
       q.getJobs(['waiting', 'prioritized', 'delayed', 'active']),
     );
     const queued = live
       .filter(Boolean)
       .flatMap((j) =>
-        j.name === 'webhook-messages.deliver'
-          ? (j.data as JobPayload<'webhook-messages.deliver'>).messages
+        j.name === 'webhook-message-batch.deliver'
+          ? (j.data as JobPayload<'webhook-message-batch.deliver'>).messages
           : [j.data as JobPayload<'webhook-message.deliver'>],
       );
     expect(queued.every((m) => m.generation === 1)).toBe(true);

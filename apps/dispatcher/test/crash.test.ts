@@ -102,7 +102,7 @@ describe('a dispatcher killed mid-delivery', () => {
   });
   it('the sweep leaves alone overdue messages still waiting in a batch job, and re-queues them once that job is gone', async () => {
     const rx = await startReceiver();
-    const deliveries = stack.deps.queues.forJob('webhook-messages.deliver');
+    const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');
     try {
       const dispatcher = stack.dispatcher ?? stack.startDispatcher();
       const w = await goalWorld(stack);

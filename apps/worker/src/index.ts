@@ -119,7 +119,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
   // The worker is built from the map: a worker job added to the catalog without a processor does not compile.
   const processors: Processors<'worker'> = {
     'loyalty-action.apply': applyLoyaltyAction(batcher),
-    'loyalty-actions.apply': applyLoyaltyActions(batcher),
+    'loyalty-action-batch.apply': applyLoyaltyActions(batcher),
     'participant-erasure.run': runErasure(opts.ctx, opts.queues, opts.logger),
   };
   const workers = startConsumers({

@@ -49,7 +49,7 @@ describe('a worker killed while holding jobs', () => {
     const exited = new Promise((resolve) => child.on('exit', resolve));
     try {
       await eventually(
-        () => stack.deps.queues.forJob('loyalty-actions.apply').getJobCounts('active'),
+        () => stack.deps.queues.forJob('loyalty-action-batch.apply').getJobCounts('active'),
         (counts) => counts.active === 5,
         20_000,
       );

@@ -138,7 +138,7 @@ describe('worker (real BullMQ, Redis and PostgreSQL)', () => {
     return (await stack.deps.queues.forJob('loyalty-action.apply').getJob(jobId))!;
   }
 
-  /** The `loyalty-actions.apply` job carrying the action, once it completed. */
+  /** The `loyalty-action-batch.apply` job carrying the action, once it completed. */
   async function finishedBatch(actionId: string) {
     await eventually(
       async () => (await actionJob(stack, actionId))?.getState(),
@@ -301,7 +301,7 @@ describe('a job that fails', () => {
       JOBS['loyalty-action.apply'].queue,
       dispatchByName<'worker'>({
         'loyalty-action.apply': applyLoyaltyAction(batcher),
-        'loyalty-actions.apply': applyLoyaltyActions(batcher),
+        'loyalty-action-batch.apply': applyLoyaltyActions(batcher),
         'participant-erasure.run': async () => undefined,
       }),
       {

@@ -27,7 +27,7 @@ export const JOBS = {
    * worker's batches take them as if each were its own job, and the queue handles one job instead of many.
    * The relay re-queues a lost action as its own `loyalty-action.apply` job.
    */
-  'loyalty-actions.apply': {
+  'loyalty-action-batch.apply': {
     queue: 'loyalty-action-batches',
     consumer: 'worker',
     payload: z.strictObject({ actionIds: z.array(z.string().startsWith('act_')).min(1).max(64) }),
@@ -90,7 +90,7 @@ export const JOBS = {
    * one job, one read and one write for all of them. A message that cannot be sent now (its endpoint busy or
    * throttled) or whose attempt failed goes on as its own `webhook-message.deliver` job.
    */
-  'webhook-messages.deliver': {
+  'webhook-message-batch.deliver': {
     queue: 'webhook-deliveries',
     consumer: 'dispatcher',
     payload: z.strictObject({
@@ -161,4 +161,21 @@ export function queuesOf(consumer: Consumer): QueueName[] {
 /** Whether `name` (a string from Redis) is a job of the catalog; the catalog is never indexed otherwise. */
 export function isJobName(name: string): name is JobName {
   return Object.hasOwn(JOBS, name);
+}
+
+/**
+ * Names that jobs of the catalog had in earlier versions, and the name each has now. A job still waiting in
+ * Redis under an old name when the service is upgraded runs as the job it became (same queue, same payload),
+ * and the relay and the sweep count it as the new one; producers use only the new names. An alias may go once
+ * no queue holds a job of its old name (a release later is plenty: these jobs live seconds).
+ */
+export const JOB_ALIASES = {
+  'loyalty-actions.apply': 'loyalty-action-batch.apply',
+  'webhook-messages.deliver': 'webhook-message-batch.deliver',
+} as const satisfies Record<string, JobName>;
+
+/** The catalog's name of a job from Redis, under its current name or an old one; undefined when unknown. */
+export function currentJobName(name: string): JobName | undefined {
+  if (isJobName(name)) return name;
+  return Object.hasOwn(JOB_ALIASES, name) ? JOB_ALIASES[name as keyof typeof JOB_ALIASES] : undefined;
 }

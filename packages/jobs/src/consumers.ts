@@ -3,7 +3,7 @@ import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   type Consumer,
-  isJobName,
+  currentJobName,
   JOBS,
   type JobName,
   type JobNameOf,
@@ -42,16 +42,17 @@ export function jobFailure(err: unknown): Error {
 }
 
 /**
- * The BullMQ processor of a queue: finds the job's name in the catalog and its processor in the map,
- * re-validates the payload (an unknown name or an invalid payload will never succeed, so it is not retried),
- * and fails with a log-safe error.
+ * The BullMQ processor of a queue: finds the job's name in the catalog (an old name by its alias,
+ * `JOB_ALIASES`) and its processor in the map, re-validates the payload (an unknown name or an invalid payload
+ * will never succeed, so it is not retried), and fails with a log-safe error.
  */
 export function dispatchByName<C extends Consumer>(processors: Processors<C>) {
   return async (job: Job, token?: string) => {
-    if (!isJobName(job.name) || !Object.hasOwn(processors, job.name)) {
+    const current = currentJobName(job.name);
+    if (current === undefined || !Object.hasOwn(processors, current)) {
       throw new UnrecoverableError('Unknown job name: not in the job catalog for this process');
     }
-    const name = job.name as JobNameOf<C>;
+    const name = current as JobNameOf<C>;
     const parsed = JOBS[name].payload.safeParse(job.data);
     if (!parsed.success) {
       const where = parsed.error.issues.map((i) => `${i.path.join('.') || '(payload)'} ${i.code}`).join(', ');

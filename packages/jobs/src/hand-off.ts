@@ -7,7 +7,7 @@ export const FAN_OUT_BATCH = 5000;
 
 /**
  * The jobs of what committed writes created, the implementation of core's after-commit hand-off
- * (`Ctx.afterCommit`) in every process: the actions go to the worker (`loyalty-actions.apply`, see
+ * (`Ctx.afterCommit`) in every process: the actions go to the worker (`loyalty-action-batch.apply`, see
  * `enqueueActions`) and the events to the dispatcher (`webhook-events.fan-out`), each kind in one round trip,
  * both at once. It never throws: the rows are committed, so a failed enqueue loses nothing (the worker's relay
  * queues the actions, the dispatcher's sweep fans out the events), and it is logged with the ids and the

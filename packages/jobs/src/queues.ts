@@ -1,7 +1,7 @@
 import type { Scheduled } from '@stampcard/core';
 import { Queue } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
-import { JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
+import { currentJobName, JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
 import { createRedis, redisReady } from './redis';
 
 export type Queues = {
@@ -93,13 +93,13 @@ export async function ensureJobs<N extends JobName>(
 export const deliveryJobId = (m: { messageId: string; generation: number }) =>
   `${m.messageId}-${m.generation}`;
 
-/** Most messages of one endpoint delivered by one `webhook-messages.deliver` job. */
+/** Most messages of one endpoint delivered by one `webhook-message-batch.deliver` job. */
 export const DELIVERY_BATCH = 64;
 
 /**
  * Puts webhook messages (at their current generation) in the delivery queue, in one round trip: those whose
- * endpoint is known in `webhook-messages.deliver` jobs of up to `DELIVERY_BATCH` per endpoint, any other as its
- * own `webhook-message.deliver` job.
+ * endpoint is known in `webhook-message-batch.deliver` jobs of up to `DELIVERY_BATCH` per endpoint, any other
+ * as its own `webhook-message.deliver` job.
  */
 export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Promise<void> {
   const byEndpoint = new Map<string, { messageId: string; generation: number }[]>();
@@ -119,7 +119,7 @@ export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Pro
     })),
   );
   await Promise.all([
-    enqueue(queues, 'webhook-messages.deliver', batches),
+    enqueue(queues, 'webhook-message-batch.deliver', batches),
     enqueue(
       queues,
       'webhook-message.deliver',
@@ -181,33 +181,33 @@ export function enqueueErasureSteps(queues: Queues, steps: ErasureStepJob[]): Pr
   );
 }
 
-/** Most actions in one `loyalty-actions.apply` job. */
+/** Most actions in one `loyalty-action-batch.apply` job. */
 export const ACTION_BATCH = 64;
 
 /**
- * Puts accepted actions in the queue in one round trip: `loyalty-actions.apply` jobs of up to `ACTION_BATCH`
- * actions each. Applying is idempotent (an action no longer QUEUED is skipped), so an action that reaches the
+ * Puts accepted actions in the queue in one round trip: `loyalty-action-batch.apply` jobs of up to
+ * `ACTION_BATCH` actions each. Applying is idempotent (an action no longer QUEUED is skipped), so an action that reaches the
  * queue twice (the relay found it late) is applied once.
  */
 export function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
   return enqueue(
     queues,
-    'loyalty-actions.apply',
+    'loyalty-action-batch.apply',
     Array.from({ length: Math.ceil(actionIds.length / ACTION_BATCH) }, (_, i) => ({
       payload: { actionIds: actionIds.slice(i * ACTION_BATCH, (i + 1) * ACTION_BATCH) },
     })),
   );
 }
 
-/** The actions of every `loyalty-actions.apply` job waiting or running: not lost, only not applied yet. */
+/** The actions of every `loyalty-action-batch.apply` job waiting or running: not lost, only not applied yet. */
 export async function actionsInBatchJobs(queues: Queues): Promise<Set<string>> {
   const jobs = await queues
-    .forJob('loyalty-actions.apply')
+    .forJob('loyalty-action-batch.apply')
     .getJobs(['waiting', 'prioritized', 'active', 'delayed']);
   const ids = new Set<string>();
   for (const job of jobs) {
-    if (job?.name !== 'loyalty-actions.apply') continue;
-    for (const id of (job.data as JobPayload<'loyalty-actions.apply'>).actionIds ?? []) ids.add(id);
+    if (!job || currentJobName(job.name) !== 'loyalty-action-batch.apply') continue;
+    for (const id of (job.data as JobPayload<'loyalty-action-batch.apply'>).actionIds ?? []) ids.add(id);
   }
   return ids;
 }

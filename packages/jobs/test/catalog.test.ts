@@ -1,13 +1,18 @@
+import { Worker } from 'bullmq';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { usePrefix } from '../../../test/support/use';
 import {
+  actionsInBatchJobs,
   connectQueues,
+  currentJobName,
   deferDeliveries,
+  dispatchByName,
   enqueue,
   enqueueActions,
   enqueueCommitted,
   FAN_OUT_BATCH,
   isJobName,
+  JOB_ALIASES,
   JOBS,
   type JobPayload,
   QUEUE_NAMES,
@@ -18,7 +23,11 @@ import {
  * lines below are checked by `npm run typecheck`; the rest checks what reaches Redis.
  */
 describe('the job catalog', () => {
-  const prefixes = [usePrefix('stampcard_test_catalog'), usePrefix('stampcard_test_catalog')] as const;
+  const prefixes = [
+    usePrefix('stampcard_test_catalog'),
+    usePrefix('stampcard_test_catalog'),
+    usePrefix('stampcard_test_catalog'),
+  ] as const;
   it('a job name gives its payload type; a wrong payload or name does not compile', () => {
     expectTypeOf<JobPayload<'loyalty-action.apply'>>().toEqualTypeOf<{ actionId: string }>();
     const typeChecks = (queues: Parameters<typeof enqueue>[0]) => {
@@ -68,12 +77,12 @@ describe('the job catalog', () => {
       const { producer } = queues;
       const ids = Array.from({ length: 150 }, (_, i) => `act_${String(i).padStart(3, '0')}`);
       await enqueueActions(producer.queues, ids);
-      const waiting = await producer.queues.forJob('loyalty-actions.apply').getWaiting();
+      const waiting = await producer.queues.forJob('loyalty-action-batch.apply').getWaiting();
       const batches = waiting.map((j) => (j.data as { actionIds: string[] }).actionIds);
       expect(batches.map((b) => b.length).sort((a, b) => b - a)).toEqual([64, 64, 22]);
       expect(batches.flat().sort()).toEqual(ids);
       await enqueueActions(producer.queues, []);
-      expect(await producer.queues.forJob('loyalty-actions.apply').getWaitingCount()).toBe(3);
+      expect(await producer.queues.forJob('loyalty-action-batch.apply').getWaitingCount()).toBe(3);
 
       await deferDeliveries(producer.queues, [
         { messageId: 'msg_a', generation: 2, delayMs: 60_000 },
@@ -98,7 +107,7 @@ describe('the job catalog', () => {
       const eventIds = Array.from({ length: FAN_OUT_BATCH + 1 }, (_, i) => `evt_${i}`);
       await handOn({ actionIds, eventIds });
       await handOn({ actionIds: [], eventIds: [] });
-      const actions = await producer.queues.forJob('loyalty-actions.apply').getWaiting();
+      const actions = await producer.queues.forJob('loyalty-action-batch.apply').getWaiting();
       expect(actions.map((j) => (j.data as { actionIds: string[] }).actionIds.length).sort()).toEqual([
         1, 64,
       ]);
@@ -108,6 +117,47 @@ describe('the job catalog', () => {
       expect(warned).toEqual([]);
       for (const q of producer.queues.all) await q.obliterate({ force: true });
     } finally {
+      await queues.close();
+    }
+  });
+
+  it('a job waiting under a name of an earlier version runs as the job it became, and counts as it', async () => {
+    expect(currentJobName('loyalty-actions.apply')).toBe('loyalty-action-batch.apply');
+    expect(currentJobName('webhook-messages.deliver')).toBe('webhook-message-batch.deliver');
+    expect(currentJobName('loyalty-action.apply')).toBe('loyalty-action.apply');
+    expect(currentJobName('constructor')).toBeUndefined();
+    for (const old of Object.keys(JOB_ALIASES)) expect(isJobName(old)).toBe(false);
+
+    const prefix = prefixes[2];
+    const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
+    const queue = queues.producer.queues.forJob('loyalty-action-batch.apply');
+    // As the previous version queued it, before the upgrade.
+    await queue.add('loyalty-actions.apply', { actionIds: ['act_old_1', 'act_old_2'] });
+    expect([...(await actionsInBatchJobs(queues.producer.queues))].sort()).toEqual([
+      'act_old_1',
+      'act_old_2',
+    ]);
+
+    const ran: string[][] = [];
+    const processors = {
+      'loyalty-action.apply': async () => {},
+      'loyalty-action-batch.apply': async (payload: { actionIds: string[] }) => {
+        ran.push(payload.actionIds);
+      },
+      'participant-erasure.run': async () => {},
+    };
+    const worker = new Worker(queue.name, dispatchByName<'worker'>(processors), {
+      connection: queues.consumer.redis,
+      prefix,
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        worker.on('completed', () => resolve());
+        worker.on('failed', (_job, err) => reject(err));
+      });
+      expect(ran).toEqual([['act_old_1', 'act_old_2']]);
+    } finally {
+      await worker.close();
       await queues.close();
     }
   });

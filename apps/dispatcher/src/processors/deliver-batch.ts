@@ -7,13 +7,13 @@ import { attemptDelivery, type DeliverDeps } from './attempt';
 const AFTER_ERROR_MS = 1000;
 
 /**
- * `webhook-messages.deliver`: the first attempt of new messages of one endpoint, together: one read for all,
- * their attempts side by side within the endpoint's share of this process, their successes written together.
- * A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on as its own
+ * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
+ * all, their attempts side by side within the endpoint's share of this process, their successes written
+ * together. A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on as its own
  * `webhook-message.deliver` job, due when it should come back. Run again (a dispatcher died mid-job), the job
  * skips what was recorded and sends the rest: at least once.
  */
-export function deliverMessages(deps: DeliverDeps): Processor<'webhook-messages.deliver'> {
+export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ messages }) => {
     const deliveries = await loadDeliveries(deps.ctx, messages);
     const deferred: { messageId: string; generation: number; delayMs: number }[] = [];

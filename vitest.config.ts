@@ -1,6 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Workspace packages resolve to their TypeScript sources, not to their build: the `@stampcard/source` export
+ * condition (README, "Development"), in test files (the `ssr` environment) and in the global setup (`__vitest__`).
+ */
+const sources = { resolve: { conditions: ['@stampcard/source'] } };
+
 export default defineConfig({
+  environments: { ssr: sources, __vitest__: sources },
   test: {
     include: ['apps/*/test/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],

@@ -45,11 +45,12 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * `node --import tsx <args>` from the repository root, with `env` on top of this process's environment.
+ * `node --conditions=@stampcard/source --import tsx <args>` (the sources, workspace packages' too) from the
+ * repository root, with `env` on top of this process's environment.
  * Its output goes to this process's stderr, each line prefixed with `name`.
  */
 export function spawnNode(name: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, ['--conditions=@stampcard/source', '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { type AddressInfo, connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +11,8 @@ import {
   freePort,
   ROOT,
   type Run,
-  startProcess as start,
+  startBuilt as start,
+  startNpm,
   waitForOutput as waitFor,
 } from '../support/processes';
 import { startReceiver } from '../support/receiver';
@@ -104,6 +105,82 @@ describe('npm start', () => {
     },
     NPM_START_TEST_MS,
   );
+
+  it(
+    "runs as the README's first command does: `npm start` builds, then serves from the build; Ctrl-C stops every role",
+    async () => {
+      const prefix = uniquePrefix('stampcard_npm');
+      const port = await freePort();
+      const run = startNpm({
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        OPERATOR_TOKEN: TOKEN,
+        QUEUE_PREFIX: prefix,
+      });
+      onTestFinished(async () => {
+        if (run.child.exitCode === null && run.child.signalCode === null) run.interrupt();
+        await run.exited;
+        await deleteRedisKeys(REDIS_URL, prefix);
+      });
+      await waitFor(run, /"msg":"every role running"/, STARTUP_MS);
+      // turbo ran the build first (from its cache: the global setup built the same sources).
+      expect(run.output()).toMatch(/Tasks:\s+\d+ successful, \d+ total/);
+      const pids = [...run.output().matchAll(/"pid":(\d+),"msg":"\w+ process started"/g)].map((m) =>
+        Number(m[1]),
+      );
+      expect(pids).toHaveLength(3);
+      for (const pid of pids) {
+        const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        expect(command).toMatch(/dist\/start\.js\0/);
+        expect(command).not.toContain('tsx');
+      }
+      const http = (path: string, init: RequestInit) => fetch(`http://127.0.0.1:${port}${path}`, init);
+      expect((await client(http).get('/health')).status).toBe(200);
+      run.interrupt();
+      await run.exited;
+      for (const role of ['api', 'worker', 'dispatcher'])
+        expect(run.output()).toContain(`"role":"${role}","msg":"stopped"`);
+      expect(run.output()).toMatch(/"name":"stampcard","msg":"stopped"/);
+      for (const pid of pids) expect(existsSync(`/proc/${pid}`), `role process ${pid}`).toBe(false);
+    },
+    NPM_START_TEST_MS,
+  );
+});
+
+describe('the build', () => {
+  it('runs with plain node, loading no TypeScript and no tsx: the API role answers /health', async () => {
+    const prefix = uniquePrefix('stampcard_built');
+    const guard = pathToFileURL(join(ROOT, 'test/support/no-typescript.mjs')).href;
+    const run = start(
+      { DATABASE_URL: db.url, PORT: '0', HOST: '127.0.0.1', OPERATOR_TOKEN: TOKEN, QUEUE_PREFIX: prefix },
+      ['--import', guard, 'dist/start.js', 'api'],
+    );
+    onTestFinished(async () => {
+      if (run.child.exitCode === null) run.child.kill('SIGTERM');
+      await run.exited;
+      await deleteRedisKeys(REDIS_URL, prefix);
+    });
+    const [, port] = await waitFor(run, /"port":(\d+),"msg":"Stampcard API listening/, STARTUP_MS);
+    const health = await fetch(`http://127.0.0.1:${port}/health`);
+    expect(health.status).toBe(200);
+    run.child.kill('SIGTERM');
+    expect(await run.exited).toBe(0);
+  });
+
+  it('the guard above stops a process that loads TypeScript', async () => {
+    const guard = pathToFileURL(join(ROOT, 'test/support/no-typescript.mjs')).href;
+    const run = start({ DATABASE_URL: db.url, OPERATOR_TOKEN: TOKEN }, [
+      '--import',
+      'tsx',
+      '--import',
+      guard,
+      'scripts/start.ts',
+      'api',
+    ]);
+    expect(await run.exited).toBe(1);
+    expect(run.output()).toMatch(/the build imported file:\/\/\S+\/scripts\/start\.ts/);
+  });
 });
 
 /** True when something accepts a TCP connection on host:port. */
@@ -175,7 +252,7 @@ describe("npm start on a newcomer's machine", () => {
 
       // A token in the environment wins: the kept one no longer opens the operator API, and nothing is printed.
       const own = `op_${randomBytes(16).toString('hex')}`;
-      const third = await startOnce({ OPERATOR_TOKEN: own, HOST: '0.0.0.0' }, ['scripts/start.ts', 'api']);
+      const third = await startOnce({ OPERATOR_TOKEN: own, HOST: '0.0.0.0' }, ['dist/start.js', 'api']);
       expect((await queues(third.port, own)).status).toBe(200);
       expect((await queues(third.port, token!)).status).toBe(403);
       expect(third.run.output()).not.toContain('OPERATOR_TOKEN is not set');
@@ -212,11 +289,11 @@ describe('first-run errors are one clear message', () => {
 
   it('npm run db:migrate in production needs only DATABASE_URL', async () => {
     const env = { NODE_ENV: 'production', DATABASE_URL: db.url, OPERATOR_TOKEN: '' };
-    const ok = start(env, ['packages/db/src/migrate-cli.ts']);
+    const ok = start(env, ['packages/db/dist/migrate-cli.js']);
     expect(await ok.exited).toBe(0);
     expect(ok.output()).toContain('Migrations applied');
     const down = start({ ...env, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/stampcard' }, [
-      'packages/db/src/migrate-cli.ts',
+      'packages/db/dist/migrate-cli.js',
     ]);
     expect(await down.exited).toBe(1);
     expect(down.output().trim()).toBe(
@@ -232,7 +309,7 @@ describe('first-run errors are one clear message', () => {
     const prefix = uniquePrefix('stampcard_hb');
     const run = start(
       { DATABASE_URL: db.url, QUEUE_PREFIX: prefix, HEARTBEAT_FILE: file, OPERATOR_TOKEN: TOKEN },
-      ['scripts/start.ts', role],
+      ['dist/start.js', role],
     );
     onTestFinished(async () => {
       run.child.kill('SIGTERM');
@@ -330,10 +407,13 @@ describe('no role stays dead', () => {
     async (kind, origin) => {
       const prefix = uniquePrefix('stampcard_crash');
       const preload = `${pathToFileURL(join(ROOT, 'test/support/crash-on-signal.ts')).href}?${kind}`;
+      // The preload is TypeScript (tsx loads it); the worker is the built JavaScript.
       const run = start({ DATABASE_URL: db.url, QUEUE_PREFIX: prefix, OPERATOR_TOKEN: TOKEN }, [
         '--import',
+        'tsx',
+        '--import',
         preload,
-        'scripts/start.ts',
+        'dist/start.js',
         'worker',
       ]);
       onTestFinished(async () => {

@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { runMigrations } from '@stampcard/db';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
@@ -10,6 +12,7 @@ const BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:543
  * which takes milliseconds, so files never share rows and can run in parallel.
  */
 export default async function setup(project: TestProject) {
+  build();
   const name = `stampcard_tpl_${randomBytes(4).toString('hex')}`;
   const url = new URL(BASE);
   url.pathname = `/${name}`;
@@ -28,6 +31,22 @@ export default async function setup(project: TestProject) {
     }
     await sql.end();
   };
+}
+
+/**
+ * `npm run build` (turbo: a few seconds, nothing when no source changed), once before any file runs, for the
+ * tests that run the built JavaScript as `npm start` and the image do (`startBuilt`).
+ */
+function build() {
+  try {
+    execFileSync('npm', ['run', 'build', '--silent'], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      stdio: 'pipe',
+    });
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`npm run build failed:\n${stdout ?? ''}${stderr ?? ''}`);
+  }
 }
 
 declare module 'vitest' {

@@ -7,10 +7,39 @@ export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** A service process started by a test, with everything it printed. */
 export type Run = { child: ChildProcess; output: () => string; exited: Promise<number | null> };
 
-/** Runs `scripts/start.ts` (or other args) with tsx, as `npm start` does, with the test's environment on top. */
+/**
+ * The TypeScript sources through tsx, with the workspace packages' sources (the `@stampcard/source` export
+ * condition) rather than their build.
+ */
+export const FROM_SOURCE = ['--conditions=@stampcard/source', '--import', 'tsx'];
+
+/** Runs `scripts/start.ts` (or other args) from the sources, with the test's environment on top. */
 export function startProcess(env: Record<string, string>, args = ['scripts/start.ts']): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  return run(process.execPath, [...FROM_SOURCE, ...args], env);
+}
+
+/**
+ * Runs the built JavaScript with plain node, no tsx: `dist/start.js` (or other args), as `npm start` and the
+ * image do. The global setup builds it (`npm run build`) before any test file runs.
+ */
+export function startBuilt(env: Record<string, string>, args = ['dist/start.js']): Run {
+  return run(process.execPath, args, env);
+}
+
+/**
+ * `npm start` (or another npm script) as a user types it in a terminal: it builds (turbo's cache), then runs
+ * the build. In a process group of its own, as a terminal's job is: `interrupt` is the user's Ctrl-C, to the
+ * whole group (npm passes the script to `sh -c`, which a signal to npm alone would leave running).
+ */
+export function startNpm(env: Record<string, string>, script = 'start'): Run & { interrupt(): void } {
+  const started = run('npm', ['run', script], env, true);
+  return { ...started, interrupt: () => process.kill(-started.child.pid!, 'SIGINT') };
+}
+
+function run(command: string, args: string[], env: Record<string, string>, detached = false): Run {
+  const child = spawn(command, args, {
     cwd: ROOT,
+    detached,
     env: { ...process.env, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -4,6 +4,7 @@ import { updateCampaign } from '@stampcard/core';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
+import { FROM_SOURCE } from '../../../test/support/processes';
 import { startReceiver } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, registerEndpoint } from '../../../test/support/webhooks';
@@ -24,7 +25,7 @@ describe('a dispatcher killed mid-delivery', () => {
         eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
       });
       await w.act();
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', 'dispatcher'], {
+      const child = spawn(process.execPath, [...FROM_SOURCE, 'scripts/start.ts', 'dispatcher'], {
         cwd: ROOT,
         env: {
           ...process.env,

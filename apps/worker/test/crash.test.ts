@@ -5,6 +5,7 @@ import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { FROM_SOURCE } from '../../../test/support/processes';
 import { useTestStack } from '../../../test/support/use';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -33,7 +34,7 @@ describe('a worker killed while holding jobs', () => {
     }
     const [row] = await stack.ctx.db.execute<{ db: string }>(sql`select current_database() as db`);
     // A worker process that takes the jobs and holds them: its batch waits far longer than the test.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts', 'worker'], {
+    const child = spawn(process.execPath, [...FROM_SOURCE, 'scripts/start.ts', 'worker'], {
       cwd: ROOT,
       env: {
         ...process.env,

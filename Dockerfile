@@ -1,13 +1,37 @@
 # One image for every Stampcard process; the command picks the role (see docker-compose.yml).
 # Node.js 20: the line package.json declares (engines), @types/node describes and the tests run on.
+
+# Build stage: every dependency, the sources, `npm run build`.
+FROM node:20-slim AS build
+WORKDIR /app
+# Every workspace's package.json first, so the dependency layer is rebuilt only when they change
+# (test/packaging.test.ts checks that none is missing).
+COPY package.json package-lock.json ./
+COPY apps/api/package.json apps/api/
+COPY apps/dispatcher/package.json apps/dispatcher/
+COPY apps/worker/package.json apps/worker/
+COPY packages/client/package.json packages/client/
+COPY packages/config/package.json packages/config/
+COPY packages/core/package.json packages/core/
+COPY packages/db/package.json packages/db/
+COPY packages/jobs/package.json packages/jobs/
+COPY packages/webhooks/package.json packages/webhooks/
+COPY patches ./patches
+RUN npm ci --ignore-scripts && npm run postinstall
+COPY tsconfig.json turbo.json ./
+COPY apps ./apps
+COPY packages ./packages
+COPY scripts ./scripts
+# What runs: the root's dist/ (start.js and its roles), each workspace's dist/, and the migrations.
+RUN npm run build && mkdir /out && cp -r --parents dist apps/*/dist packages/*/dist packages/db/drizzle /out/
+
+# The image: production dependencies and the built JavaScript, no sources, no tsx.
 FROM node:20-slim
 WORKDIR /app
 ENV NODE_ENV=production
 # Inside a container the API listens on every interface (Compose publishes its port on 127.0.0.1 only);
 # outside one, `npm start` listens on 127.0.0.1 unless HOST says otherwise.
 ENV HOST=0.0.0.0
-# Every workspace's package.json first, so the dependency layer is rebuilt only when they change
-# (test/packaging.test.ts checks that none is missing).
 COPY package.json package-lock.json ./
 COPY apps/api/package.json apps/api/
 COPY apps/dispatcher/package.json apps/dispatcher/
@@ -23,10 +47,7 @@ COPY packages/webhooks/package.json packages/webhooks/
 # fails the build when a patch no longer applies.
 COPY patches ./patches
 RUN npm ci --omit=dev --ignore-scripts && npm run postinstall && npm cache clean --force
-COPY tsconfig.json ./
-COPY apps ./apps
-COPY packages ./packages
-COPY scripts ./scripts
+COPY --from=build /out ./
 USER node
 EXPOSE 3000
-CMD ["node", "--import", "tsx", "scripts/start.ts", "all"]
+CMD ["node", "dist/start.js", "all"]

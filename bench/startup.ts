@@ -42,7 +42,11 @@ const COMMAND: Record<Mode, string[]> = {
   'tsx-cold': [MEMORY, '--conditions=@stampcard/source', '--import', 'tsx', 'scripts/start.ts'],
   node: [MEMORY, 'dist/start.js'],
 };
-const ENV: Record<Mode, Record<string, string>> = { tsx: {}, 'tsx-cold': { TSX_DISABLE_CACHE: '1' }, node: {} };
+const ENV: Record<Mode, Record<string, string>> = {
+  tsx: {},
+  'tsx-cold': { TSX_DISABLE_CACHE: '1' },
+  node: {},
+};
 
 const { values } = parseArgs({
   options: {
@@ -52,7 +56,8 @@ const { values } = parseArgs({
 });
 const runs = Number(values.runs);
 const modes = values.modes.split(',') as Mode[];
-for (const m of modes) if (!(m in COMMAND)) throw new Error(`unknown mode ${m}: use tsx, tsx-cold and/or node`);
+for (const m of modes)
+  if (!(m in COMMAND)) throw new Error(`unknown mode ${m}: use tsx, tsx-cold and/or node`);
 if (modes.includes('node') && !existsSync(join(ROOT, 'dist/start.js')))
   throw new Error('dist/start.js is missing: run `npm run build` first');
 
@@ -143,7 +148,9 @@ async function main() {
     redis.disconnect();
   }
   console.error(`load average after: ${loadavg().map((l) => l.toFixed(2))}`);
-  console.log(`| role | run as | start-up to ready, ms: median (min–max) | RSS after start, MB | peak RSS, MB |`);
+  console.log(
+    `| role | run as | start-up to ready, ms: median (min–max) | RSS after start, MB | peak RSS, MB |`,
+  );
   console.log('| --- | --- | --- | --- | --- |');
   for (const role of ROLES) {
     for (const mode of modes) {

@@ -57,7 +57,11 @@ function fail(message) {
 const args = process.argv.slice(2);
 const entries =
   args.length > 0
-    ? args.map((file) => ({ name: basename(file, '.ts'), source: `./${file}`, js: `./dist/${basename(file, '.ts')}.js` }))
+    ? args.map((file) => ({
+        name: basename(file, '.ts'),
+        source: `./${file}`,
+        js: `./dist/${basename(file, '.ts')}.js`,
+      }))
     : entriesFromExports();
 const outdir = join(cwd, 'dist');
 rmSync(outdir, { recursive: true, force: true });
@@ -127,7 +131,8 @@ function rewriteDeclarationSpecifiers(dir) {
       if (/\.(m|c)?js$|\.json$/.test(spec)) return whole;
       const target = resolve(dirname(file), spec);
       if (existsSync(`${target}.d.ts`)) return `${lead}${quote}${spec}.js${quote}`;
-      if (existsSync(join(target, 'index.d.ts'))) return `${lead}${quote}${spec.replace(/\/$/, '')}/index.js${quote}`;
+      if (existsSync(join(target, 'index.d.ts')))
+        return `${lead}${quote}${spec.replace(/\/$/, '')}/index.js${quote}`;
       fail(`${file}: no declaration for ${spec}`);
     });
     if (rewritten !== text) writeFileSync(file, rewritten);

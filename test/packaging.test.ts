@@ -20,14 +20,21 @@ const workspaces = (pkg.workspaces as string[]).flatMap((glob) => {
     .filter((path) => existsSync(root(`${path}/package.json`)));
 });
 
+/** The Dockerfile's stages: a build stage with every dependency, then the image itself. */
+const stages = dockerfile.split(/^(?=FROM )/m).filter((stage) => stage.startsWith('FROM '));
+const image = stages.at(-1)!;
+
 describe('the Docker image', () => {
-  it('runs the Node.js major the project declares and types', () => {
-    const image = dockerfile.match(/^FROM node:(\d+)[-.]/m)?.[1];
+  it('runs the Node.js major the project declares and types, in every stage', () => {
     const engines = (pkg.engines.node as string).match(/(\d+)/)?.[1];
     const types = (pkg.devDependencies['@types/node'] as string).match(/^(\d+)\./)?.[1];
-    expect(image).toBeDefined();
-    expect(image).toBe(engines);
-    expect(image).toBe(types);
+    expect(stages).toHaveLength(2);
+    for (const stage of stages) {
+      const major = stage.match(/^FROM node:(\d+)[-.]/)?.[1];
+      expect(major).toBeDefined();
+      expect(major).toBe(engines);
+      expect(major).toBe(types);
+    }
   });
 
   it('listens on every interface inside the container (npm start outside one: 127.0.0.1)', () => {
@@ -36,7 +43,29 @@ describe('the Docker image', () => {
 
   it("copies every workspace's package.json before npm ci, so none is missing from the install", () => {
     expect(workspaces.length).toBeGreaterThan(4);
-    for (const ws of workspaces) expect(dockerfile).toContain(`COPY ${ws}/package.json ${ws}/`);
+    for (const stage of stages) {
+      const install = stage.indexOf('RUN npm ci');
+      for (const ws of workspaces) {
+        const copy = stage.indexOf(`COPY ${ws}/package.json ${ws}/`);
+        expect(copy, ws).toBeGreaterThan(0);
+        expect(copy, ws).toBeLessThan(install);
+      }
+    }
+  });
+
+  it('builds in the build stage and ships only the build, production dependencies and the migrations', () => {
+    expect(stages[0]).toMatch(/^FROM \S+ AS build$/m);
+    expect(stages[0]).toMatch(
+      /^RUN npm run build && .*cp -r --parents dist apps\/\*\/dist packages\/\*\/dist packages\/db\/drizzle /m,
+    );
+    expect(image).toMatch(/^RUN npm ci --omit=dev /m);
+    expect(image).toMatch(/^COPY --from=build \/out \.\/$/m);
+    // No sources, no TypeScript at run time: tsx is a development dependency only.
+    expect(image).not.toMatch(/^COPY (apps|packages|scripts) /m);
+    expect(image).not.toMatch(/^COPY .*(tsconfig|\/src)/m);
+    expect(image).not.toContain('tsx');
+    expect(pkg.dependencies.tsx).toBeUndefined();
+    expect(image).toMatch(/^CMD \["node", "dist\/start\.js", "all"\]$/m);
   });
 });
 
@@ -66,11 +95,13 @@ describe('the PostgreSQL driver patch (patches/, packages/db/README.md)', () => 
     }
   });
 
-  it('is applied in the image too, where dependencies install without their scripts', () => {
-    const copy = dockerfile.indexOf('COPY patches ./patches');
-    const install = dockerfile.search(/RUN npm ci .*--ignore-scripts && npm run postinstall/);
-    expect(copy).toBeGreaterThan(0);
-    expect(install).toBeGreaterThan(copy);
+  it('is applied in the image too (both stages), where dependencies install without their scripts', () => {
+    for (const stage of stages) {
+      const copy = stage.indexOf('COPY patches ./patches');
+      const install = stage.search(/RUN npm ci .*--ignore-scripts && npm run postinstall/);
+      expect(copy).toBeGreaterThan(0);
+      expect(install).toBeGreaterThan(copy);
+    }
   });
 });
 
@@ -119,7 +150,7 @@ describe('docker-compose.yml', () => {
     expect(Number(grace)).toBeGreaterThan(30);
     for (const role of ['worker', 'dispatcher']) {
       const block = serviceBlock(role);
-      expect(block).toContain(`"scripts/start.ts", "${role}"`);
+      expect(block).toContain(`"--max-old-space-size=160", "dist/start.js", "${role}"`);
       expect(block).toMatch(/healthcheck:/);
       const file = block.match(/HEARTBEAT_FILE: (\S+)/)?.[1];
       expect(file, role).toBeDefined();
@@ -135,6 +166,12 @@ describe('docker-compose.yml', () => {
         /^\s+WEBHOOK_ALLOW_PRIVATE_NETWORKS: \$\{WEBHOOK_ALLOW_PRIVATE_NETWORKS:-false\}$/m,
       );
     }
+  });
+
+  it('runs the built JavaScript with plain node: the migrations and every role', () => {
+    expect(compose).toContain('command: ["node", "packages/db/dist/migrate-cli.js"]');
+    expect(compose).toContain('command: ["node", "--max-old-space-size=160", "dist/start.js", "api"]');
+    expect(compose).not.toContain('tsx');
   });
 
   it('sets a memory limit for Redis, without which noeviction does nothing', () => {

@@ -11,12 +11,15 @@
  *
  * Each run starts every role once per way, one process at a time (the ways alternate, so a busy moment on the
  * machine does not land on one way only), against a database of its own and a queue prefix of its own, both
- * removed at the end. RSS is read from /proc one second after the ready line (VmRSS), with the high-water
- * mark (VmHWM) so far. Prints a Markdown table of medians and ranges, and every run.
+ * removed at the end. One second after the ready line, from /proc: the resident memory of the process and of
+ * the processes it started (tsx runs esbuild as a child process; the built roles start none), and the CPU
+ * time they have used so far, which a busy machine changes less than the wall time to ready. Prints a
+ * Markdown table of medians and ranges, and every run.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,7 +30,7 @@ import { ROOT, type Role } from './service';
 import { sleep } from './util';
 
 type Mode = 'tsx' | 'tsx-cold' | 'node';
-type Sample = { role: Role; mode: Mode; run: number; readyMs: number; rssMb: number; hwmMb: number };
+type Sample = { role: Role; mode: Mode; run: number; readyMs: number; cpuMs: number; rssMb: number };
 
 const READY: Record<Role, RegExp> = {
   api: /Stampcard API listening/,
@@ -66,11 +69,42 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const dbName = `stampcard_startup_${randomBytes(4).toString('hex')}`;
 const prefix = `stampcard_startup_${randomBytes(4).toString('hex')}`;
 
-/** VmRSS and VmHWM of `pid`, in MB. */
-function memory(pid: number): { rssMb: number; hwmMb: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (field: string) => Number(status.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1]);
-  return { rssMb: kb('VmRSS') / 1024, hwmMb: kb('VmHWM') / 1024 };
+const TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+/** Resident memory (MB) and CPU time so far (ms) of `pid` and the processes below it. */
+function usage(pid: number): { rssMb: number; cpuMs: number } {
+  const stats = new Map<number, string[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The fields after the command name, which may hold spaces: state is field 3, ppid field 4.
+      stats.set(Number(entry), text.slice(text.lastIndexOf(')') + 2).split(' '));
+    } catch {
+      // It exited meanwhile.
+    }
+  }
+  const mine = new Set([pid]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [p, fields] of stats) {
+      if (!mine.has(p) && mine.has(Number(fields[1]))) {
+        mine.add(p);
+        grew = true;
+      }
+    }
+  }
+  let rssKb = 0;
+  let ticks = 0;
+  for (const p of mine) {
+    const fields = stats.get(p);
+    if (!fields) continue;
+    // utime and stime, then the same for children already reaped (fields 14 to 17).
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    const status = readFileSync(`/proc/${p}/status`, 'utf8');
+    rssKb += Number(status.match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0);
+  }
+  return { rssMb: rssKb / 1024, cpuMs: (ticks / TICKS_PER_S) * 1000 };
 }
 
 function exited(child: ChildProcess): Promise<unknown> {
@@ -105,10 +139,10 @@ async function measure(role: Role, mode: Mode, run: number, url: string): Promis
     child.once('exit', (code) => reject(new Error(`${role} (${mode}) exited ${code} before ready:\n${out}`)));
   });
   await sleep(1000);
-  const mem = memory(child.pid!);
+  const used = usage(child.pid!);
   child.kill('SIGTERM');
   await exited(child);
-  return { role, mode, run, readyMs, ...mem };
+  return { role, mode, run, readyMs, ...used };
 }
 
 const median = (xs: number[]) => {
@@ -116,6 +150,7 @@ const median = (xs: number[]) => {
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
+/** `median (min–max)`. */
 const range = (xs: number[], digits: number) =>
   `${median(xs).toFixed(digits)} (${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)})`;
 
@@ -135,7 +170,7 @@ async function main() {
           samples.push(s);
           console.error(
             `run ${run} ${role.padEnd(10)} ${mode.padEnd(8)} ready ${s.readyMs.toFixed(0)} ms, ` +
-              `RSS ${s.rssMb.toFixed(1)} MB (peak ${s.hwmMb.toFixed(1)} MB)`,
+              `CPU ${s.cpuMs.toFixed(0)} ms, RSS ${s.rssMb.toFixed(1)} MB`,
           );
         }
       }
@@ -148,25 +183,26 @@ async function main() {
     redis.disconnect();
   }
   console.error(`load average after: ${loadavg().map((l) => l.toFixed(2))}`);
-  console.log(
-    `| role | run as | start-up to ready, ms: median (min–max) | RSS after start, MB | peak RSS, MB |`,
-  );
+  console.log('| role | run as | start-up to ready, ms | CPU used by then, ms | RSS after start, MB |');
   console.log('| --- | --- | --- | --- | --- |');
   for (const role of ROLES) {
     for (const mode of modes) {
       const mine = samples.filter((s) => s.role === role && s.mode === mode);
-      console.log(
-        `| ${role} | ${mode} | ${range(
+      const cells = [
+        range(
           mine.map((s) => s.readyMs),
           0,
-        )} | ${range(
+        ),
+        range(
+          mine.map((s) => s.cpuMs),
+          0,
+        ),
+        range(
           mine.map((s) => s.rssMb),
           1,
-        )} | ${range(
-          mine.map((s) => s.hwmMb),
-          1,
-        )} |`,
-      );
+        ),
+      ];
+      console.log(`| ${role} | ${mode} | ${cells.join(' | ')} |`);
     }
   }
 }

@@ -11,8 +11,9 @@
  *
  * Each `src/<name>.ts` entry becomes `dist/<name>.js`: ESM for Node.js 20, bundled by esbuild with every
  * package import left external (dependencies and the other workspaces resolve at run time), with a source
- * map. When an entry names `types`, TypeScript's own `tsc` writes the declarations next to it; the other
- * workspaces' types resolve to their built `.d.ts`, hence the order. `tsc` does not do the JavaScript: the
+ * map. When an entry names `types`, TypeScript's own `tsc` writes the declarations next to it (and the
+ * `.d.ts` files under src/, hand-written or generated, are copied beside them); the other workspaces' types
+ * resolve to their built `.d.ts`, hence the order. `tsc` does not do the JavaScript: the
  * sources import relative modules without a file extension (`./verify`), which it leaves as they are and
  * Node.js refuses. For the same reason the declarations' relative specifiers are rewritten to `./verify.js`,
  * which a `"moduleResolution": "nodenext"` consumer needs.
@@ -21,8 +22,16 @@
  * instead, built into `dist/` of the current directory (the root's `npm start` script and its roles).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
@@ -111,12 +120,24 @@ if (declared.length > 0) {
   } catch {
     fail('tsc could not write the declarations (its errors are above)');
   }
+  copyDeclarationSources(join(cwd, 'src'), outdir);
   rewriteDeclarationSpecifiers(outdir);
 }
 
 for (const e of entries) {
   for (const file of [e.js, e.types].filter(Boolean)) {
     if (!existsSync(join(cwd, file))) fail(`${file} was not written`);
+  }
+}
+
+/** Declarations written by hand or generated (`src/schema.d.ts`), which tsc reads but does not emit. */
+function copyDeclarationSources(src, out) {
+  for (const entry of readdirSync(src, { withFileTypes: true, recursive: true })) {
+    if (!entry.isFile() || !entry.name.endsWith('.d.ts')) continue;
+    const from = join(entry.parentPath, entry.name);
+    const to = join(out, relative(src, from));
+    mkdirSync(dirname(to), { recursive: true });
+    copyFileSync(from, to);
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * The import graph of the project's own code has no cycle: `npm run lint` runs this over apps/, packages/ and
  * scripts/ (`depcruise`), type-only imports included (they are parsed with swc, which keeps `import type`).
- * A cycle across packages counts as one within a package: workspace packages resolve to their sources.
+ * A cycle across packages counts as one within a package: workspace packages resolve to their sources (the
+ * `@stampcard/source` export condition, README "Developing"), not to their build.
  */
 module.exports = {
   forbidden: [
@@ -20,7 +21,7 @@ module.exports = {
     exclude: { path: ['node_modules', '(^|/)dist/', '\\.d\\.ts$'] },
     enhancedResolveOptions: {
       exportsFields: ['exports'],
-      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      conditionNames: ['@stampcard/source', 'import', 'require', 'node', 'default', 'types'],
       extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'],
     },
   },

@@ -22,6 +22,14 @@ import { useTestDb } from '../support/use';
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
 
 const db = useTestDb();
+/** The environment of a service on `port` of 127.0.0.1, with its own queue prefix. */
+const serviceEnv = (prefix: string, port: number) => ({
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  OPERATOR_TOKEN: TOKEN,
+  QUEUE_PREFIX: prefix,
+});
 /** npm start runs four processes: on a busy machine they take a while to be up (a bound, not an assertion). */
 const STARTUP_MS = 60_000;
 const NPM_START_TEST_MS = 150_000;
@@ -111,13 +119,7 @@ describe('npm start', () => {
     async () => {
       const prefix = uniquePrefix('stampcard_npm');
       const port = await freePort();
-      const run = startNpm({
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        OPERATOR_TOKEN: TOKEN,
-        QUEUE_PREFIX: prefix,
-      });
+      const run = startNpm(serviceEnv(prefix, port));
       onTestFinished(async () => {
         if (run.child.exitCode === null && run.child.signalCode === null) run.interrupt();
         await run.exited;
@@ -340,13 +342,7 @@ describe('no role stays dead', () => {
     async () => {
       const prefix = uniquePrefix('stampcard_sup');
       const port = await freePort();
-      const run = start({
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        OPERATOR_TOKEN: TOKEN,
-        QUEUE_PREFIX: prefix,
-      });
+      const run = start(serviceEnv(prefix, port));
       onTestFinished(async () => {
         if (run.child.exitCode === null) run.child.kill('SIGTERM');
         await run.exited;

@@ -10,7 +10,7 @@ import {
 } from '@stampcard/core';
 import { enqueueCommitted } from '@stampcard/jobs';
 import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
-import { registerDocs } from './docs';
+import { registerDocs } from './docs/index';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { allowedMethods } from './lib/allowed-methods';

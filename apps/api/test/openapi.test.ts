@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
-import { DOCS_PATH, OPENAPI_PATH } from '../src/docs';
+import { DOCS_PATH, OPENAPI_PATH } from '../src/docs/index';
 import { HTTP_ERRORS } from '../src/lib/error-status';
 
 const stack = useTestStack();

@@ -1,4 +1,5 @@
 import { RATE_POLICIES } from '@stampcard/core';
+import type { ZodType } from 'zod';
 import type { App } from '../env';
 import { DOCS_PATH, ERRORS_ANCHOR } from '../lib/docs-paths';
 import { ERROR_DESCRIPTIONS, exampleErrorBody } from '../lib/error-schema';
@@ -47,12 +48,6 @@ const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their
 
 **Errors**: every answer other than 200 has one body, the \`Error\` schema: \`{ name, code, message, status, supportUrl, level, timestamp, requestId }\` plus the fields of its kind. Each operation lists the codes it can answer; the errors section at the end of this page (\`${DOCS_PATH}#${ERRORS_ANCHOR}\`) describes them all.`;
 
-type Operation = {
-  security?: unknown[];
-  parameters?: Record<string, unknown>[];
-  responses?: Record<string, { headers?: Record<string, unknown>; [field: string]: unknown }>;
-};
-
 /** Every POST takes an optional `Idempotency-Key` (see the idempotency middleware). */
 const IDEMPOTENCY_KEY_PARAMETER = {
   name: IDEMPOTENCY_KEY_HEADER,
@@ -91,11 +86,6 @@ const IDEMPOTENT_REPLAYED = {
   description: '`true` on an answer replayed for a repeated `Idempotency-Key`',
   schema: { type: 'string', enum: ['true'] },
 };
-type Document = {
-  paths?: Record<string, Record<string, Operation>>;
-  components?: { headers?: Record<string, unknown> };
-};
-
 const integer = { type: 'integer', minimum: 0 };
 /** What every answer to a request with a valid API key carries (README, Rate limits). */
 const RATE_HEADERS: Record<string, { description: string; schema: object }> = Object.fromEntries([
@@ -140,24 +130,150 @@ const RATE_HEADER_REFS = Object.fromEntries(
   Object.keys(RATE_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]),
 );
 
-/** The document, from the route definitions that validate requests; every operation gets its scheme. */
+/**
+ * Where the service answers: the origin this document was fetched from (what the docs page's "Try it out"
+ * calls). The paths carry their prefixes (`/v1`, `/admin/v1`), so a server is an origin alone.
+ */
+const SERVERS = [
+  {
+    url: '/',
+    description:
+      'The origin this document was served from (`npm start`: http://localhost:3000 unless `PORT` says otherwise)',
+  },
+];
+
+/** What every answer carries, whatever its status (see the request-log middleware). */
+const REQUEST_ID_HEADER = {
+  description:
+    "The id of this request in the service's logs, and the `requestId` of an error body: the `X-Request-Id` the request sent (1 to 128 letters, digits, `_`, `.` or `-`), or a UUID made for it",
+  schema: { type: 'string', minLength: 1, maxLength: 128 },
+};
+
+/** An incoming `X-Request-Id` the service keeps as the request's id (anything else is replaced by a UUID). */
+const REQUEST_ID_PARAMETER = {
+  name: 'X-Request-Id',
+  in: 'header',
+  required: false,
+  description:
+    "The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID.",
+  schema: { type: 'string', pattern: '^[\\w.-]{1,128}$' },
+};
+
+/** Every 429 carries it (the edge limits): whole seconds, at least 1. */
+const RETRY_AFTER_HEADER = {
+  description:
+    'Seconds to wait before retrying (at least 1), rounded up from the `Stampcard-Retry-After-*-Milliseconds` of the policy hit',
+  schema: { type: 'integer', minimum: 1 },
+};
+
+type Schema = { $ref?: string; type?: string | string[]; [key: string]: unknown };
+type MediaType = { schema?: Schema; encoding?: Record<string, unknown>; [field: string]: unknown };
+type Operation = {
+  security?: unknown[];
+  parameters?: Record<string, unknown>[];
+  requestBody?: { required?: boolean; content?: Record<string, MediaType> };
+  responses?: Record<string, { headers?: Record<string, unknown>; [field: string]: unknown }>;
+};
+type Document = {
+  paths?: Record<string, Record<string, Operation>>;
+  components?: {
+    schemas?: Record<string, Schema>;
+    headers?: Record<string, unknown>;
+    parameters?: Record<string, unknown>;
+  };
+};
+
+const FORM = 'application/x-www-form-urlencoded';
+
+/** The kinds of value a schema allows (`type`, and those of its `anyOf`/`oneOf` alternatives), through refs. */
+function kindsOf(schema: Schema | undefined, resolve: (s: Schema) => Schema | undefined): Set<string> {
+  const s = schema && resolve(schema);
+  if (!s) return new Set(['unknown']);
+  const kinds = new Set<string>();
+  for (const type of [s.type ?? []].flat()) kinds.add(type);
+  for (const key of ['anyOf', 'oneOf'] as const)
+    for (const alt of (s[key] as Schema[] | undefined) ?? [])
+      for (const k of kindsOf(alt, resolve)) kinds.add(k);
+  if (kinds.size === 0) kinds.add('unknown');
+  return kinds;
+}
+
+/**
+ * The form-encoded twin of a JSON body, when OpenAPI can say how it is encoded: scalar fields as `name=value`,
+ * flat objects as `name[key]=value` (`deepObject`), which is how `parseFormBody` reads them. A body with an
+ * array or a deeper object (some operator bodies) is accepted form-encoded too (`name[]=a&name[]=b`), but no
+ * OpenAPI style describes that: it is declared as JSON only.
+ */
+function formMediaType(media: MediaType, resolve: (s: Schema) => Schema | undefined): MediaType | null {
+  const body = media.schema && resolve(media.schema);
+  if (body?.type !== 'object') return null;
+  const encoding: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries((body.properties as Record<string, Schema>) ?? {})) {
+    const kinds = kindsOf(field, resolve);
+    if (kinds.has('array') || kinds.has('unknown')) return null;
+    if (!kinds.has('object')) continue;
+    const object = resolve(field);
+    const values = [
+      ...Object.values((object?.properties as Record<string, Schema>) ?? {}),
+      ...(object?.additionalProperties && typeof object.additionalProperties === 'object'
+        ? [object.additionalProperties as Schema]
+        : []),
+    ];
+    for (const value of values) {
+      const inner = kindsOf(value, resolve);
+      if (inner.has('object') || inner.has('array') || inner.has('unknown')) return null;
+    }
+    encoding[name] = { style: 'deepObject', explode: true };
+  }
+  return { schema: media.schema, ...(Object.keys(encoding).length > 0 ? { encoding } : {}) };
+}
+
+/** The zod schema each route validates its JSON body with, by `method path` as the document writes them. */
+function bodySchemas(app: App): Map<string, ZodType> {
+  const found = new Map<string, ZodType>();
+  for (const definition of app.openAPIRegistry.definitions) {
+    if (definition.type !== 'route') continue;
+    const { method, path, request } = definition.route;
+    const media = request?.body?.content?.['application/json'] as { schema?: unknown } | undefined;
+    const schema = media?.schema as ZodType | undefined;
+    if (typeof schema?.safeParse === 'function') found.set(`${method} ${path}`, schema);
+  }
+  return found;
+}
+
+/**
+ * The document, from the route definitions that validate requests, completed with what the middleware does
+ * around them: each operation's security scheme, `Idempotency-Key` on every POST, the rate headers of the
+ * public API, `X-Request-Id` on every answer and `Retry-After` on every 429, the form-encoded twin of JSON
+ * bodies, and whether a body may be left out.
+ */
 export function openApiDocument(app: App) {
   const doc = app.getOpenAPI31Document({
     openapi: '3.1.0',
     info: { title: 'Stampcard API', version: 'v1', description: DESCRIPTION },
+    servers: SERVERS,
     tags: TAGS,
   });
   const document = doc as Document;
   document.components = {
     ...document.components,
-    headers: { ...document.components?.headers, ...RATE_HEADERS },
+    headers: {
+      ...document.components?.headers,
+      ...RATE_HEADERS,
+      'X-Request-Id': REQUEST_ID_HEADER,
+      'Retry-After': RETRY_AFTER_HEADER,
+    },
+    parameters: { ...document.components?.parameters, RequestId: REQUEST_ID_PARAMETER },
   };
+  const schemas = document.components.schemas ?? {};
+  const resolve = (s: Schema): Schema | undefined =>
+    typeof s.$ref === 'string' ? schemas[s.$ref.replace('#/components/schemas/', '')] : s;
+  const bodies = bodySchemas(app);
+
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     const scheme = SECURITY_BY_PREFIX.find(([prefix]) => path.startsWith(prefix))?.[1];
-    if (!scheme) continue;
-    for (const operation of Object.values(item)) operation.security ??= [{ [scheme]: [] }];
     const post = item.post;
-    if (post) {
+    if (scheme && post) {
       post.parameters = [...(post.parameters ?? []), IDEMPOTENCY_KEY_PARAMETER];
       post.responses ??= {};
       post.responses['409'] ??= DUPLICATE_RESPONSE;
@@ -170,12 +286,31 @@ export function openApiDocument(app: App) {
         };
       }
     }
-    // The public API's answers, refusals included, carry the rate headers (not a 403: no valid key).
-    if (!path.startsWith('/v1/')) continue;
-    for (const operation of Object.values(item)) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (scheme) operation.security ??= [{ [scheme]: [] }];
+      operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/RequestId' }];
+      // The public API's answers, refusals included, carry the rate headers (not a 403: no valid key).
+      const rated = path.startsWith('/v1/');
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
-        if (status === '403') continue;
-        operation.responses![status] = { ...response, headers: { ...response.headers, ...RATE_HEADER_REFS } };
+        operation.responses![status] = {
+          ...response,
+          headers: {
+            ...response.headers,
+            'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
+            ...(status === '429' ? { 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : {}),
+            ...(rated && status !== '403' ? RATE_HEADER_REFS : {}),
+          },
+        };
+      }
+      const body = operation.requestBody;
+      const json = body?.content?.['application/json'];
+      if (body && json) {
+        // `guardBody` reads an empty body sent without a content type as `{}`: a route whose schema takes
+        // `{}` takes no body at all.
+        const schema = bodies.get(`${method} ${path}`);
+        if (schema) body.required = !schema.safeParse({}).success;
+        const form = formMediaType(json, resolve);
+        if (form) body.content = { ...body.content, [FORM]: form };
       }
     }
   }

@@ -36,6 +36,12 @@ const TAGS = [
   { name: 'Operator: campaigns', description: 'Operator API: campaigns, their settings and rewards' },
   { name: 'Operator: webhooks', description: 'Operator API: webhook endpoints and their messages' },
   { name: 'Operator: queues', description: 'Operator API: the job queues' },
+  { name: 'Service', description: 'Liveness and readiness probes, without a key' },
+  {
+    name: 'Webhooks',
+    description:
+      "What the service POSTs to a campaign's webhook endpoints: one entry per event type, each with its headers and body",
+  },
 ];
 
 const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their participants and loyalty actions, and the operator API that sets them up.

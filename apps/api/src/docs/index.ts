@@ -3,6 +3,7 @@ import { DOCS_PATH, OPENAPI_PATH } from '../lib/docs-paths';
 import { registerDocsAssets } from './assets';
 import { openApiDocument, SECURITY_SCHEMES } from './document';
 import { docsPage } from './page';
+import { registerWebhooks } from './webhooks';
 
 export { DOCS_PATH, defaultSupportUrl, ERRORS_ANCHOR, OPENAPI_PATH } from '../lib/docs-paths';
 export { openApiDocument } from './document';
@@ -15,6 +16,7 @@ export function registerDocs(app: App) {
   for (const [name, scheme] of Object.entries(SECURITY_SCHEMES)) {
     app.openAPIRegistry.registerComponent('securitySchemes', name, scheme);
   }
+  registerWebhooks(app);
   let json: string | undefined;
   let page: ReturnType<typeof docsPage> | undefined;
 

@@ -8,6 +8,8 @@ import { buildErrorBody } from './errors';
 import { defaultSupportUrl } from './lib/docs-paths';
 
 export { createApp } from './app';
+export { openApiDocument } from './docs/index';
+export { servedOpenApiDocument } from './docs/served';
 export type { App, AppEnv, Deps } from './env';
 export { appliedSignal } from './lib/applied-signal';
 export { OPENAPI_PATH } from './lib/docs-paths';

@@ -46,11 +46,17 @@ const TAGS = [
 
 const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their participants and loyalty actions, and the operator API that sets them up.
 
-**Public API** (\`/v1\`): every request carries \`Authorization: Bearer <API_KEY>\` (scheme \`ApiKey\`). POST bodies are JSON or form-encoded (\`metadata[key]=value\` for nested keys). Ids are strings; times in bodies are integer UTC milliseconds.
+**Public API** (\`/v1\`): every request carries \`Authorization: Bearer <API_KEY>\` (scheme \`ApiKey\`). Bodies are JSON or form-encoded: \`metadata[key]=value\` for an object's keys, \`name[]=a&name[]=b\` for an array. Each operation declares the form encoding OpenAPI can describe (scalars and flat objects, as \`deepObject\`); the operator bodies with arrays or deeper objects are declared as JSON only, since no OpenAPI style writes those. A body whose fields are all optional may be left out (it is then not \`required\`). Ids are strings; times in bodies are integer UTC milliseconds.
+
+**Webhooks**: the \`webhooks\` section is what the service POSTs to a campaign's endpoints, one entry per event type: the body \`{ type, timestamp, data }\` and the Standard Webhooks headers (\`webhook-id\`, \`webhook-timestamp\`, \`webhook-signature\`), plus \`stampcard-event-id\`, the event's id in \`GET /v1/campaign/{id}/events\`.
+
+**Probes**: \`GET /health\` and \`GET /ready\`, without a key.
 
 **Operator API** (\`/admin/v1\`, the tags named "Operator: …"): \`Authorization: Bearer <OPERATOR_TOKEN>\` (scheme \`OperatorToken\`).
 
 **Rate limits**: per API key, 30 requests per 5 s, 200 per minute and 10,000 per hour (sliding windows), or the account's own; at most 3 requests in flight per account and client IP; writes past 60 a minute are each held back (n-th over it: n × 100 ms). Past a limit: 429 \`RATE_LIMIT\` with \`policyName\` (\`SECOND\`, \`MINUTE\`, \`HOUR\`, \`CONCURRENCY\`). Every answer to a request with a valid key carries the \`Stampcard-RateLimit-*\` headers and the IETF draft's \`RateLimit-Policy\` and \`RateLimit\`.
+
+**Every answer** carries \`X-Request-Id\` (the request's id in the logs; send your own to set it); a 429 also \`Retry-After\`.
 
 **Errors**: every answer other than 200 has one body, the \`Error\` schema: \`{ name, code, message, status, supportUrl, level, timestamp, requestId }\` plus the fields of its kind. Each operation lists the codes it can answer; the errors section at the end of this page (\`${DOCS_PATH}#${ERRORS_ANCHOR}\`) describes them all.`;
 

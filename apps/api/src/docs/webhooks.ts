@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import { type EmittedEventType, TEST_EVENT_TYPE } from '@stampcard/core';
 import type { App } from '../env';
-import { TestWebhookBody, WEBHOOK_BODIES } from '../lib/views';
+import { pascal, TestWebhookBody, WEBHOOK_BODIES } from '../lib/views';
 
 /** What each webhook means to its receiver; a type added to the catalogue must be described here (the type says so). */
 const WHEN: Record<EmittedEventType | typeof TEST_EVENT_TYPE, string> = {
@@ -29,13 +29,6 @@ const WHEN: Record<EmittedEventType | typeof TEST_EVENT_TYPE, string> = {
   [TEST_EVENT_TYPE]:
     'The operator API\'s "send a test" (`POST /admin/v1/webhook-endpoints/{id}/test`): to that endpoint only, whatever event types it asked for.',
 };
-
-const pascal = (type: string) =>
-  type
-    .toLowerCase()
-    .split('_')
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('');
 
 /** The headers of every delivery (Standard Webhooks), as the dispatcher sends them. */
 const headers = (withEventId: boolean) =>

@@ -149,7 +149,8 @@ function withRefs(schema: z.ZodType): z.ZodType {
   return schema;
 }
 
-const pascal = (type: string) =>
+/** An event type as a name: `NEW_PARTICIPANT_ADDED` → `NewParticipantAdded`. */
+export const pascal = (type: string) =>
   type
     .toLowerCase()
     .split('_')

@@ -213,8 +213,8 @@ function kindsOf(schema: Schema | undefined, resolve: (s: Schema) => Schema | un
 /**
  * The form-encoded twin of a JSON body, when OpenAPI can say how it is encoded: scalar fields as `name=value`,
  * flat objects as `name[key]=value` (`deepObject`), which is how `parseFormBody` reads them. A body with an
- * array or a deeper object (some operator bodies) is accepted form-encoded too (`name[]=a&name[]=b`), but no
- * OpenAPI style describes that: it is declared as JSON only.
+ * array or a deeper object (some operator bodies) is declared as JSON only: no OpenAPI style writes the
+ * `name[]=a&name[]=b` that `parseFormBody` reads for an array, nor an object within an object.
  */
 function formMediaType(media: MediaType, resolve: (s: Schema) => Schema | undefined): MediaType | null {
   const body = media.schema && resolve(media.schema);

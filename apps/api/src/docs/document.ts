@@ -262,7 +262,14 @@ function bodySchemas(app: App): Map<string, ZodType> {
 export function openApiDocument(app: App) {
   const doc = app.getOpenAPI31Document({
     openapi: '3.1.0',
-    info: { title: 'Stampcard API', version: 'v1', description: DESCRIPTION },
+    // The project's license (LICENSE, package.json), which this document is generated from and shares. Its
+    // SPDX `identifier` is OpenAPI 3.1's; the LicenseObject type of openapi3-ts does not name it yet.
+    info: {
+      title: 'Stampcard API',
+      version: 'v1',
+      description: DESCRIPTION,
+      license: { name: 'MIT', ...({ identifier: 'MIT' } as object) },
+    },
     servers: SERVERS,
     tags: TAGS,
   });

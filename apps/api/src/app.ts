@@ -10,7 +10,7 @@ import {
 } from '@stampcard/core';
 import { enqueueCommitted } from '@stampcard/jobs';
 import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
-import { registerDocs } from './docs';
+import { registerDocs } from './docs/index';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { allowedMethods } from './lib/allowed-methods';
@@ -25,6 +25,8 @@ import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
 import { urlGuard } from './middleware/url-guard';
 import { registerAdmin } from './routes/admin/index';
+import { registerGetHealth } from './routes/health/get-health';
+import { registerGetReadiness } from './routes/health/get-readiness';
 import { registerV1 } from './routes/v1/index';
 
 /** The HTTP app, built from injected services: no globals, so tests build as many as they like. */
@@ -76,26 +78,9 @@ export function createApp(deps: Deps) {
   app.use('/v1/*', requestDeadline);
   app.use('/admin/*', requestDeadline);
 
-  app.get('/health', (c) => c.json({ status: 'ok' }));
+  registerGetHealth(app);
   // Unauthenticated: one shared check a second at most, whatever the callers (see createReadiness).
-  const readiness = createReadiness(deps);
-  app.get('/ready', async (c) => {
-    const checks = await readiness();
-    if (checks.postgres === 'ok' && checks.redis === 'ok') return c.json({ status: 'ready', checks });
-    if (checks.postgres === 'ok') {
-      // PostgreSQL is the record: actions are still accepted (the relay queues them once Redis is back), but
-      // rate limits, slowdown and concurrency limits are not enforced meanwhile.
-      return errorResponse(c, 'UNAVAILABLE', 'Degraded: Redis does not answer', {
-        checks,
-        degraded: {
-          accepting: true,
-          limits: 'fail-open',
-          redisFailingSince: deps.limits?.failingSince()?.getTime() ?? null,
-        },
-      });
-    }
-    return errorResponse(c, 'UNAVAILABLE', 'Not ready: a backing store does not answer', { checks });
-  });
+  registerGetReadiness(app, createReadiness(deps));
 
   app.use('/v1/*', deps.limits ? edgeLimits(deps.limits, deps.trustedProxyHops) : apiKeyAuth);
   for (const middleware of deps.extraMiddleware ?? []) app.use('/v1/*', middleware);

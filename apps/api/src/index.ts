@@ -3,14 +3,16 @@ import type { Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ServerType, serve } from '@hono/node-server';
 import { createApp } from './app';
-import { defaultSupportUrl } from './docs';
 import type { Deps } from './env';
 import { buildErrorBody } from './errors';
+import { defaultSupportUrl } from './lib/docs-paths';
 
 export { createApp } from './app';
-export { OPENAPI_PATH } from './docs';
+export { openApiDocument } from './docs/index';
+export { servedOpenApiDocument } from './docs/served';
 export type { App, AppEnv, Deps } from './env';
 export { appliedSignal } from './lib/applied-signal';
+export { OPENAPI_PATH } from './lib/docs-paths';
 export { sharedLookupCache } from './lib/lookup-cache';
 export {
   createRateLimiter,

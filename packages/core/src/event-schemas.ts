@@ -105,6 +105,16 @@ export const EVENT_SCHEMAS = {
   }),
 } as const;
 
+/**
+ * The `data` of a test message (`WEBHOOK_TEST`, sent by the operator API's "send a test"): it is never an
+ * event, so neither the outbox nor the event feed holds one, but receivers get it like any other body.
+ */
+export const TEST_EVENT_DATA = z.strictObject({
+  test: z.literal(true),
+  endpointId: z.string(),
+  campaign: z.strictObject({ id: z.string() }),
+});
+
 export type EmittedEventType = keyof typeof EVENT_SCHEMAS;
 export type EventData<T extends EmittedEventType> = z.infer<(typeof EVENT_SCHEMAS)[T]>;
 

@@ -19,13 +19,36 @@ const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()], {
   message: 'metadata is shallow: values are strings, numbers, booleans or null',
 });
 
+/** The bounds of `metadata` (contract section 1). */
+const METADATA_MAX_KEYS = 100;
+const METADATA_MAX_BYTES = 16 * 1024;
+
 export const metadataSchema = z
   .record(z.string().min(1).max(255), metadataValue)
-  .refine((m) => Object.keys(m).length <= 100, { message: 'metadata has at most 100 keys' })
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= 16 * 1024, {
+  .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, {
+    message: `metadata has at most ${METADATA_MAX_KEYS} keys`,
+  })
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
     message: 'metadata is at most 16 KiB as JSON',
   })
-  .openapi({ description: 'Shallow object of custom key-value pairs (at most 100 keys, 16 KiB)' });
+  .openapi({
+    description:
+      'Shallow object of custom key-value pairs: at most 100 keys of 1 to 255 characters, 16 KiB as JSON',
+    // The refinements above, where JSON Schema can say them (the byte bound it cannot).
+    maxProperties: METADATA_MAX_KEYS,
+    // OpenAPI 3.1's JSON Schema has it; the metadata type of zod-to-openapi does not name it.
+    ...({ propertyNames: { type: 'string', minLength: 1, maxLength: 255 } } as object),
+  });
+
+/**
+ * A participant's IP address, as anti-fraud checks it, in the standard formats. The two are disjoint, so `anyOf`
+ * says what `oneOf` would (a linter cannot tell formats apart, and would take a `oneOf` for overlapping).
+ */
+export const ipAddressSchema = z
+  .union([z.ipv4().openapi({ format: 'ipv4' }), z.ipv6().openapi({ format: 'ipv6' })], {
+    message: 'must be an IPv4 or IPv6 address',
+  })
+  .openapi({ description: 'An IPv4 or IPv6 address' });
 
 export const campaignIdParam = z
   .string()

@@ -10,6 +10,8 @@ import {
   ParticipantRewardWithRewardView,
   ParticipantView,
   RewardView,
+  TEST_EVENT_DATA,
+  TEST_EVENT_TYPE,
 } from '@stampcard/core';
 import { CAMPAIGN_STATUSES } from '@stampcard/db';
 
@@ -147,30 +149,68 @@ function withRefs(schema: z.ZodType): z.ZodType {
   return schema;
 }
 
-const pascal = (type: string) =>
+/** An event type as a name: `NEW_PARTICIPANT_ADDED` → `NewParticipantAdded`. */
+export const pascal = (type: string) =>
   type
     .toLowerCase()
     .split('_')
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
     .join('');
 
-const eventVariant = (type: EmittedEventType) => {
+/** The `data` of each event type, named `<Type>Data`, core's schema with the objects above by reference. */
+const eventData = (type: EmittedEventType) => {
   const data = EVENT_SCHEMAS[type] as z.ZodObject;
   const shape = Object.fromEntries(Object.entries(data.shape).map(([k, v]) => [k, withRefs(v as z.ZodType)]));
-  return z
-    .strictObject({
-      id: z.string().openapi({ description: 'The event id (`after` pages from it)' }),
-      // The outbox column is text: the literal is the document's, the type the compiler checks is a string.
-      type: z.literal(type as string),
-      timestamp: ms('When it happened'),
-      data: data.extend(shape),
-    })
-    .openapi(`${pascal(type)}Event`, { description: `A \`${type}\` event, as its webhook carries it` });
+  return named(data.extend(shape), `${pascal(type)}Data`, {
+    description: `The \`data\` of a \`${type}\` event`,
+  });
 };
 
-const [firstEvent, ...otherEvents] = (Object.keys(EVENT_SCHEMAS) as EmittedEventType[]).map(eventVariant) as [
-  ReturnType<typeof eventVariant>,
-  ...ReturnType<typeof eventVariant>[],
+/** What a webhook's body is, for any type: `{ type, timestamp, data }` (Standard Webhooks' payload). */
+const webhookBody = (type: string, data: z.ZodType) =>
+  z.strictObject({
+    // The outbox column is text: the literal is the document's, the type the compiler checks is a string.
+    type: z.literal(type as string),
+    timestamp: ms('When it happened'),
+    data,
+  });
+
+const EVENT_TYPES_WITH_SCHEMA = Object.keys(EVENT_SCHEMAS) as EmittedEventType[];
+const DATA = new Map(EVENT_TYPES_WITH_SCHEMA.map((type) => [type, eventData(type)]));
+
+/**
+ * The body a webhook of each event type carries, exactly the bytes the dispatcher signs and sends:
+ * `{ type, timestamp, data }`. The event's id is not in it: the delivery's headers carry it
+ * (`stampcard-event-id`, and `webhook-id` for the message).
+ */
+export const WEBHOOK_BODIES = EVENT_TYPES_WITH_SCHEMA.map((type) => ({
+  type,
+  schema: webhookBody(type, DATA.get(type)!).openapi(`${pascal(type)}Event`, {
+    description: `The body of a \`${type}\` webhook`,
+  }),
+}));
+
+/** The body of a test message (`WEBHOOK_TEST`): sent by the operator API's test, never an event. */
+export const TestWebhookBody = webhookBody(TEST_EVENT_TYPE, TEST_EVENT_DATA).openapi('WebhookTestEvent', {
+  description: `The body of a \`${TEST_EVENT_TYPE}\` message, which "send a test" delivers to one endpoint`,
+});
+
+/** An event of the pull feed: the webhook's body and the event's id (`after` pages from it). */
+const feedVariant = (type: EmittedEventType) =>
+  z
+    .strictObject({
+      id: z.string().openapi({
+        description: 'The event id (`after` pages from it; `stampcard-event-id` of its webhooks)',
+      }),
+      ...webhookBody(type, DATA.get(type)!).shape,
+    })
+    .openapi(`${pascal(type)}FeedEvent`, {
+      description: `A \`${type}\` event in the feed: its webhook's body, and its id`,
+    });
+
+const [firstEvent, ...otherEvents] = EVENT_TYPES_WITH_SCHEMA.map(feedVariant) as [
+  ReturnType<typeof feedVariant>,
+  ...ReturnType<typeof feedVariant>[],
 ];
 
 /** An event of the pull feed: `{ id, type, timestamp, data }`, `data` as the schema of its type says. */

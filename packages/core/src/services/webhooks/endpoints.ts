@@ -1,8 +1,10 @@
 import { campaigns, type EndpointKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { checkResolvedDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
 import { and, asc, eq, isNull } from 'drizzle-orm';
+import type { z } from 'zod';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { clip, notFound, validationError } from '../../errors';
+import type { TEST_EVENT_DATA } from '../../event-schemas';
 import { newId } from '../../ids';
 import {
   type BacklogStep,
@@ -300,7 +302,11 @@ export async function createTestMessage(ctx: Ctx, id: string) {
         testBody: {
           type: eventType,
           timestamp: now.getTime(),
-          data: { test: true, endpointId: endpoint.id, campaign: { id: endpoint.campaignId } },
+          data: {
+            test: true,
+            endpointId: endpoint.id,
+            campaign: { id: endpoint.campaignId },
+          } satisfies z.infer<typeof TEST_EVENT_DATA>,
         },
         status: 'PENDING',
         nextAttemptAt: now,

@@ -7,6 +7,7 @@ import { AccountBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminCreateAccount',
   path: '/admin/v1/accounts',
   summary: 'Create an account (a business)',
   tags: ['Operator: accounts'],

@@ -7,6 +7,7 @@ import { NewApiKey } from '../responses';
 
 const route = createRoute({
   method: 'post',
+  operationId: 'adminCreateApiKey',
   path: '/admin/v1/users/{userId}/api-keys',
   summary: 'Issue an API key for a user; `key` is shown in this answer only',
   tags: ['Operator: accounts'],

@@ -6,6 +6,7 @@ import { RevokedApiKey } from '../responses';
 
 const route = createRoute({
   method: 'delete',
+  operationId: 'adminRevokeApiKey',
   path: '/admin/v1/api-keys/{keyId}',
   summary: 'Revoke an API key (requests with it get 403 from now on)',
   tags: ['Operator: accounts'],

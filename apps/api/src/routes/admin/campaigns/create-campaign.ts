@@ -8,6 +8,7 @@ import { CampaignBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminCreateCampaign',
   path: '/admin/v1/accounts/{accountId}/campaigns',
   summary: 'Create a campaign (status DRAFT and currency USD unless given)',
   tags: ['Operator: campaigns'],

@@ -6,6 +6,7 @@ import { OperatorCampaign } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminGetCampaign',
   path: '/admin/v1/campaigns/{id}',
   summary: 'A campaign with its settings and whole rewards',
   tags: ['Operator: campaigns'],

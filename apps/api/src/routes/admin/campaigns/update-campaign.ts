@@ -9,6 +9,7 @@ import { CampaignPatch } from '../schemas';
 
 const route = createBodyRoute({
   method: 'patch',
+  operationId: 'adminUpdateCampaign',
   path: '/admin/v1/campaigns/{id}',
   summary: 'Change a campaign: settings or status (entering COMPLETE records CAMPAIGN_ENDED)',
   tags: ['Operator: campaigns'],

@@ -6,6 +6,7 @@ import { ParticipantRiskPage, RiskListQuery } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminListParticipantsByRisk',
   path: '/admin/v1/campaigns/{id}/participants',
   summary: "Manual review: a campaign's participants, riskiest first",
   description:

@@ -8,6 +8,7 @@ import { FraudRiskLevelBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'patch',
+  operationId: 'adminSetFraudRiskLevel',
   path: '/admin/v1/campaigns/{id}/participants/{idOrEmail}',
   summary: "Manual review: set a participant's fraud risk level (reason `MANUAL_UPDATE`)",
   description:

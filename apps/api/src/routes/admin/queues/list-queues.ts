@@ -6,6 +6,7 @@ import { QueueList } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminListQueues',
   path: '/admin/v1/queues',
   summary: "Each queue's waiting, active, delayed and failed counts",
   tags: ['Operator: queues'],

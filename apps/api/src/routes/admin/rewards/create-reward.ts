@@ -9,6 +9,7 @@ import { RewardBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminCreateReward',
   path: '/admin/v1/campaigns/{id}/rewards',
   summary: 'Add a reward to a campaign (every Reward field of the seed)',
   tags: ['Operator: campaigns'],

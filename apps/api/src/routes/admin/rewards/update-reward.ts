@@ -8,6 +8,7 @@ import { RewardPatch } from '../schemas';
 
 const route = createBodyRoute({
   method: 'patch',
+  operationId: 'adminUpdateReward',
   path: '/admin/v1/campaigns/{id}/rewards/{rewardId}',
   summary: 'Change a reward',
   tags: ['Operator: campaigns'],

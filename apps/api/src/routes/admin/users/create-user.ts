@@ -8,6 +8,7 @@ import { UserBody } from '../schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminCreateUser',
   path: '/admin/v1/accounts/{accountId}/users',
   summary: 'Add a team member (ADMIN, or MEMBER with API access to listed campaigns)',
   tags: ['Operator: accounts'],

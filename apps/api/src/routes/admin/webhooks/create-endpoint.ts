@@ -9,6 +9,7 @@ import { EndpointBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminCreateEndpoint',
   path: '/admin/v1/campaigns/{id}/webhook-endpoints',
   summary: 'Register a webhook endpoint; the answer carries its secret (whsec_…), shown this once',
   tags: ['Operator: webhooks'],

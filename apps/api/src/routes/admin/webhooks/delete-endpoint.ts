@@ -7,6 +7,7 @@ import { endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createRoute({
   method: 'delete',
+  operationId: 'adminDeleteEndpoint',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Delete an endpoint with its messages and their attempts',
   description:

@@ -8,6 +8,7 @@ import { endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createRoute({
   method: 'post',
+  operationId: 'adminDiscardPending',
   path: '/admin/v1/webhook-endpoints/{id}/discard-pending',
   summary: 'Drop the messages an endpoint still has to deliver (e.g. kept while it was disabled)',
   description:

@@ -7,6 +7,7 @@ import { endpointIdParam } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminGetEndpoint',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'A webhook endpoint: its settings, and why it is disabled if it is',
   tags: ['Operator: webhooks'],

@@ -6,6 +6,7 @@ import { WebhookMessage } from './responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminGetMessage',
   path: '/admin/v1/webhook-messages/{id}',
   summary:
     'A webhook message with its first and last attempts (time, status, latency, answer excerpt, error class) and their count',

@@ -6,6 +6,7 @@ import { WebhookEndpointList } from './responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminListEndpoints',
   path: '/admin/v1/campaigns/{id}/webhook-endpoints',
   summary: "A campaign's webhook endpoints (without secrets)",
   tags: ['Operator: webhooks'],

@@ -7,6 +7,7 @@ import { endpointIdParam, MessageQuery } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'adminListMessages',
   path: '/admin/v1/webhook-endpoints/{id}/messages',
   summary: "An endpoint's messages, newest first, each with its first and last attempts and their count",
   description:

@@ -7,6 +7,7 @@ import { queueDeliveries } from './schemas';
 
 const route = createRoute({
   method: 'post',
+  operationId: 'adminReplayMessage',
   path: '/admin/v1/webhook-messages/{id}/replay',
   summary: 'Deliver one message again, same id, fresh retry schedule',
   tags: ['Operator: webhooks'],

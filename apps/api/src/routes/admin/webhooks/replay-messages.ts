@@ -7,6 +7,7 @@ import { endpointIdParam, queueDeliveries, ReplayBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminReplayMessages',
   path: '/admin/v1/webhook-endpoints/{id}/replay',
   summary: "Deliver again an endpoint's messages that match (default: FAILED), each once",
   description:

@@ -7,6 +7,7 @@ import { endpointIdParam } from './schemas';
 
 const route = createRoute({
   method: 'delete',
+  operationId: 'adminRevokePreviousSecret',
   path: '/admin/v1/webhook-endpoints/{id}/previous-secret',
   summary: "End a rotation's overlap now: only the new secret signs from here on",
   tags: ['Operator: webhooks'],

@@ -8,6 +8,7 @@ import { endpointIdParam, RotateBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'adminRotateSecret',
   path: '/admin/v1/webhook-endpoints/{id}/rotate-secret',
   summary: 'A new signing secret, shown once; the old one keeps signing beside it for `overlapMs` (24 h)',
   tags: ['Operator: webhooks'],

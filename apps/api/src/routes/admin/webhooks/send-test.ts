@@ -7,6 +7,7 @@ import { endpointIdParam, queueDeliveries } from './schemas';
 
 const route = createRoute({
   method: 'post',
+  operationId: 'adminSendTest',
   path: '/admin/v1/webhook-endpoints/{id}/test',
   summary: 'Send a signed WEBHOOK_TEST message to this endpoint only; follow it in its messages',
   tags: ['Operator: webhooks'],

@@ -8,6 +8,7 @@ import { EndpointPatch, endpointIdParam, handOffBacklog } from './schemas';
 
 const route = createBodyRoute({
   method: 'patch',
+  operationId: 'adminUpdateEndpoint',
   path: '/admin/v1/webhook-endpoints/{id}',
   summary: 'Change an endpoint; enabling a disabled one delivers the messages it kept meanwhile',
   description:

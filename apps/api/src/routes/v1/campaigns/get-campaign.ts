@@ -6,6 +6,7 @@ import { Campaign } from '../../../lib/views';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getCampaign',
   path: '/v1/campaign/{id}',
   summary: 'Get one program',
   tags: ['Campaigns'],

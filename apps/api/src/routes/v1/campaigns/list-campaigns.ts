@@ -6,6 +6,7 @@ import { CampaignList } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'listCampaigns',
   path: '/v1/campaigns',
   summary: 'List the programs of the account (deleted ones are left out)',
   tags: ['Campaigns'],

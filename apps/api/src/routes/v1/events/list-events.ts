@@ -6,6 +6,7 @@ import { EventPage } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'listEvents',
   path: '/v1/campaign/{id}/events',
   summary: "A campaign's events, oldest first, to reconcile what webhooks missed",
   description:

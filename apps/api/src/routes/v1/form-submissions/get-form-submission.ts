@@ -7,6 +7,7 @@ import { submissionParams } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getFormSubmission',
   path: '/v1/campaign/{id}/form-submission/{submissionId}',
   summary: 'One form submission',
   tags: ['Form submissions'],

@@ -6,6 +6,7 @@ import { FormSubmissionPage, formSubmissionListQuery } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'listFormSubmissions',
   path: '/v1/campaign/{id}/form-submissions',
   summary: "A campaign's form submissions, oldest first",
   description:

@@ -19,6 +19,7 @@ const descriptions = {
 const routeFor = (verb: 'approve' | 'reject') =>
   createRoute({
     method: 'post',
+    operationId: `${verb}FormSubmission`,
     path: `/v1/campaign/{id}/form-submission/{submissionId}/${verb}`,
     summary: verb === 'approve' ? 'Approve a form submission' : 'Reject a form submission',
     description: descriptions[verb],

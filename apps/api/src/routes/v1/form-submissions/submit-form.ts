@@ -9,6 +9,7 @@ import { SubmitFormBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'submitForm',
   path: '/v1/campaign/{id}/participant/{idOrEmail}/form-submission',
   summary: "Send a reward's form for a participant",
   description:

@@ -6,6 +6,7 @@ import { LoyaltyAction } from '../../../lib/views';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getLoyaltyAction',
   path: '/v1/campaign/{id}/loyalty-action/{actionId}',
   summary: "A loyalty action's state",
   description:

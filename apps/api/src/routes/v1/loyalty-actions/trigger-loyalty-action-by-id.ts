@@ -11,6 +11,7 @@ const Body = z
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'triggerLoyaltyActionById',
   path: '/v1/campaign/{id}/participant/{participantId}/loyalty-action',
   summary: 'Trigger a loyalty action by participant id',
   tags: ['Loyalty actions'],

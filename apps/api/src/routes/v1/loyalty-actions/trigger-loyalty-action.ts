@@ -4,6 +4,7 @@ import { createBodyRoute } from '../../../lib/body';
 import {
   campaignIdParam,
   emailSchema,
+  ipAddressSchema,
   jsonBody,
   metadataSchema,
   nameSchema,
@@ -19,7 +20,7 @@ const Body = z
     addParticipantIfNoneExists: z.boolean().optional().default(true),
     firstName: nameSchema.optional(),
     lastName: nameSchema.optional(),
-    ipAddress: z.union([z.ipv4(), z.ipv6()], { message: 'must be an IPv4 or IPv6 address' }).optional(),
+    ipAddress: ipAddressSchema.optional(),
     fingerprint: z.string().max(255).optional(),
     metadata: metadataSchema.optional(),
   })
@@ -27,6 +28,7 @@ const Body = z
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'triggerLoyaltyAction',
   path: '/v1/campaign/{id}/loyalty-action',
   summary: 'Trigger a loyalty action by email',
   description:

@@ -9,6 +9,7 @@ import { AddParticipantBody } from './schemas';
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'addParticipant',
   path: '/v1/campaign/{id}/participant',
   summary: 'Add a participant',
   description:

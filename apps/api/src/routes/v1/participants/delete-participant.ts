@@ -10,6 +10,7 @@ export const ERASURE_HEADER = 'Stampcard-Erasure';
 
 const route = createRoute({
   method: 'delete',
+  operationId: 'deleteParticipant',
   path: '/v1/campaign/{id}/participant/{idOrEmail}',
   summary: 'Remove a participant',
   description:

@@ -18,6 +18,7 @@ const Erasure = z
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getErasure',
   path: '/v1/campaign/{id}/participant/{participantId}/erasure',
   summary: "A deleted participant's erasure",
   description:

@@ -6,6 +6,7 @@ import { LeaderboardPage } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getLeaderboard',
   path: '/v1/campaign/{id}/leaderboard',
   summary: "A campaign's participants in rank order",
   description:

@@ -7,6 +7,7 @@ import { participantParams } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'getParticipant',
   path: '/v1/campaign/{id}/participant/{idOrEmail}',
   summary: 'Get a participant by email or by id',
   description: 'A path segment that contains `@` is an email; anything else is a participant id.',

@@ -6,6 +6,7 @@ import { ParticipantPage, participantListQuery } from './schemas';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'listParticipants',
   path: '/v1/campaign/{id}/participants',
   summary: "A campaign's participants, by id",
   description:

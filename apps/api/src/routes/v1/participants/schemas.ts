@@ -3,6 +3,7 @@ import { FRAUD_RISK_LEVELS } from '@stampcard/db';
 import {
   campaignIdParam,
   emailSchema,
+  ipAddressSchema,
   metadataSchema,
   nameSchema,
   notesSchema,
@@ -25,14 +26,12 @@ export const participantParams = z.object({
     }),
 });
 
-const ipAddress = z.union([z.ipv4(), z.ipv6()], { message: 'must be an IPv4 or IPv6 address' });
-
 export const AddParticipantBody = z
   .strictObject({
     email: emailSchema,
     firstName: nameSchema.optional(),
     lastName: nameSchema.optional(),
-    ipAddress: ipAddress.optional(),
+    ipAddress: ipAddressSchema.optional(),
     fingerprint: z.string().max(255).optional(),
     metadata: metadataSchema.optional(),
     notes: notesSchema.optional(),

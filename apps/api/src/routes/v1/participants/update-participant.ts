@@ -22,6 +22,8 @@ Points: when the campaign has a \`pointsConversion\` and is IN_PROGRESS, an incr
 const routeFor = <M extends 'post' | 'patch'>(method: M) =>
   createBodyRoute({
     method,
+    // The seed's POST is the update; PATCH is its twin under the HTTP verb's name.
+    operationId: method === 'post' ? 'updateParticipant' : 'patchParticipant',
     path: '/v1/campaign/{id}/participant/{idOrEmail}',
     summary: method === 'post' ? 'Update a participant' : 'Update a participant (PATCH)',
     description,

@@ -14,6 +14,7 @@ const Body = z
 
 const route = createBodyRoute({
   method: 'post',
+  operationId: 'approveReward',
   path: '/v1/campaign/{id}/reward/{participantRewardId}/approve',
   summary: 'Approve a reward waiting for manual approval',
   description:

@@ -7,6 +7,7 @@ import { rewardChangeErrors, rewardParams } from './shared';
 
 const route = createRoute({
   method: 'delete',
+  operationId: 'deleteReward',
   path: '/v1/campaign/{id}/reward/{participantRewardId}',
   summary: 'Remove an earned reward that is not approved yet',
   description:

@@ -7,6 +7,7 @@ import { rewardChangeErrors, rewardParams } from './shared';
 
 const route = createRoute({
   method: 'post',
+  operationId: 'fulfilReward',
   path: '/v1/campaign/{id}/reward/{participantRewardId}/fulfill',
   summary: 'Fulfil an approved reward',
   description:

@@ -12,6 +12,7 @@ import { ParticipantRewardPage } from '../responses';
 
 const route = createRoute({
   method: 'get',
+  operationId: 'listParticipantRewards',
   path: '/v1/campaign/{id}/participant/{idOrEmail}/rewards',
   summary: "A participant's rewards, oldest first",
   description: `The participant's whole reward history (the Participant object shows only its newest ${EMBEDDED_REWARDS}, and its \`rewardsUrl\` points here). A path segment that contains \`@\` is an email; anything else is a participant id. Page with \`nextId\` (the \`nextId\` of the previous page: the id of the first reward of the next one) while \`more\` is true; \`limit\` 1..100 (20).`,

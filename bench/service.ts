@@ -148,7 +148,7 @@ export class ServiceRunner {
   async start(role: Role): Promise<ServiceProcess> {
     const port = role === 'api' ? await freePort() : null;
     const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
-    // As `npm run start:<role>` and docker-compose.yml run it: the same heap cap (see README, Operating it).
+    // As `npm run start:<role>` and docker-compose.yml run it: the same heap cap (see docs/operating.md).
     const child = spawnNode(name, [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role], {
       ...this.env,
       ...(port ? { PORT: String(port) } : {}),

@@ -15,17 +15,17 @@ const stack = useTestStack({ http: true });
 /** The history one participant is given: thousands of rewards, as the issue found (20,000 made 5.3 MB). */
 const HISTORY = 3000;
 
-const README = fileURLToPath(new URL('../../../README.md', import.meta.url));
+const SECURITY_DOC = fileURLToPath(new URL('../../../docs/security.md', import.meta.url));
 
-/** The bound the README's "Bounded answers" states for one Participant object: `B bytes + P bytes per reward`. */
+/** The bound docs/security.md's "Bounded answers" states for one Participant object: `B bytes + P bytes per reward`. */
 function statedParticipantBound(): { base: number; perReward: number } {
-  const text = readFileSync(README, 'utf8');
+  const text = readFileSync(SECURITY_DOC, 'utf8');
   const section = text.slice(text.indexOf('### Bounded answers'));
   const m =
     /A Participant object is at most ([\d,]+) bytes \+ ([\d,]+) bytes per reward of its campaign/.exec(
       section,
     );
-  expect(m, 'the README states the bound of a Participant object').not.toBeNull();
+  expect(m, 'docs/security.md states the bound of a Participant object').not.toBeNull();
   const n = (s: string) => Number(s.replaceAll(',', ''));
   return { base: n(m![1]!), perReward: n(m![2]!) };
 }
@@ -202,7 +202,7 @@ describe('a participant with thousands of rewards', () => {
 });
 
 describe('the largest participants page', () => {
-  it('stays within the page budget and the item bound the README states, 100 participants at every field limit', async () => {
+  it('stays within the page budget and the item bound docs/security.md states, 100 participants at every field limit', async () => {
     const { base, perReward } = statedParticipantBound();
     const w = await makeWorld(stack.ctx, { reward: { conversionsRequired: 1, isUnlimited: true } });
     const rewardIds = [w.reward.id];

@@ -167,7 +167,7 @@ describe('the queue dashboard in a browser', () => {
         r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
         id: string;
       }[];
-      // Reported in the test's output for the README's list of what Bull Board's own UI still lacks.
+      // Reported in the test's output for the list in docs/security.md (The queue dashboard) of what Bull Board's own UI still lacks.
       console.info(`axe-core on the queue dashboard: ${JSON.stringify(violations, null, 1)}`);
       // The page-level rules are the wrapper's (lang, title, a top heading): none may fail.
       const ours = [

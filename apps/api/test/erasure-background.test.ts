@@ -9,7 +9,7 @@ import { useTestStack } from '../../../test/support/use';
 import { messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
 
 /**
- * Right to erasure, bounded (README, Security): deleting a participant with a long history commits its removal,
+ * Right to erasure, bounded (docs/security.md): deleting a participant with a long history commits its removal,
  * `PARTICIPANT_DELETED`, its erasure record and the first batch (its newest 2,000 events) in one short
  * transaction and answers `Stampcard-Erasure: PENDING`; the worker erases the rest, one short transaction a
  * batch, and its relay resumes an erasure whose job was lost (Redis lost it, a worker died). No worker runs

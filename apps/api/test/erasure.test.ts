@@ -11,7 +11,7 @@ import { useTestStack } from '../../../test/support/use';
 import { messagesOf, registerEndpoint } from '../../../test/support/webhooks';
 
 /**
- * Right to erasure (README, Security): deleting a participant records `PARTICIPANT_DELETED` and erases the
+ * Right to erasure (docs/security.md): deleting a participant records `PARTICIPANT_DELETED` and erases the
  * person from everything Stampcard keeps (stored events and so webhook messages, receivers' answers, stored
  * `Idempotency-Key` answers), while ids and counts stay; deleting an earned reward records
  * `PARTICIPANT_REWARD_DELETED`. Both are delivered, signed, like every event. Over HTTP, through the whole

@@ -15,7 +15,7 @@ import { useTestStack } from '../../../test/support/use';
 import { goalWorld, registerEndpoint } from '../../../test/support/webhooks';
 
 // The dispatcher and its sweep run, so events reach webhook endpoints as in production; served over HTTP too,
-// for the README's curl example.
+// for the curl example of docs/api.md.
 const stack = useTestStack({ dispatcher: true, sweep: true, http: true });
 const refused = refusals(stack);
 
@@ -214,8 +214,8 @@ describe('the event feed', () => {
     expectErrorShape(await client(inProcess(stack.app)).get(path), 403, 'NOT_AUTHORIZED');
   });
 
-  it("answers the README's curl example as the README shows", async () => {
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  it("answers the curl example of docs/api.md as it shows", async () => {
+    const readme = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('### Reconciling with the event feed'));
     const curl = section.match(/```sh\n(curl [^\n]*)\n/)![1]!;
     const w = await makeWorld(stack.ctx);

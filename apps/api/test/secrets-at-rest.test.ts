@@ -7,7 +7,7 @@ import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
 /**
- * Secrets at rest (README, Security): an answer that shows a secret once (an API key, a webhook signing
+ * Secrets at rest (docs/security.md): an answer that shows a secret once (an API key, a webhook signing
  * secret) is kept for an `Idempotency-Key` without it, so a copy of the database holds no API key at all, and
  * webhook secrets only in `webhook_endpoints`, where signing needs them. Over HTTP, through the whole stack.
  */

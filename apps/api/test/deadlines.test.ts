@@ -1,6 +1,6 @@
 import { createApp } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
-import { campaigns, createDb, type DbHandle, loyaltyActions } from '@stampcard/db';
+import { campaigns, createDb, type DbHandle, loyaltyActions, webhookMessages } from '@stampcard/db';
 import { createQueues, createRedis, redisReady } from '@stampcard/jobs';
 import { eq, sql } from 'drizzle-orm';
 import type { MiddlewareHandler } from 'hono';
@@ -8,9 +8,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { type FreezableProxy, freezableProxy } from '../../../test/support/freezable-proxy';
+import { capturedLogger } from '../../../test/support/logs';
 import { fingerprint } from '../../../test/support/refused';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
+import { registerEndpoint } from '../../../test/support/webhooks';
 import type { AppEnv } from '../src/env';
 
 /**
@@ -171,23 +173,29 @@ describe('a database that stops answering on open connections', () => {
   });
 });
 
+/** Redis for an app through a proxy that can be frozen; its commands give up after `commandTimeout` ms. */
+async function frozenableRedis(commandTimeout: number) {
+  const proxy = await freezableProxy(6379);
+  const redis = createRedis(`redis://127.0.0.1:${proxy.port}`, {
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    commandTimeout,
+  });
+  redis.on('error', () => {});
+  await redisReady(redis);
+  const queues = createQueues(redis, stack.prefix, () => {});
+  cleanups.push(async () => {
+    proxy.thaw();
+    await queues.close().catch(() => {});
+    redis.disconnect();
+    await proxy.close();
+  });
+  return { proxy, redis, queues };
+}
+
 describe('a Redis that stops answering after the action was recorded', () => {
   it('the caller is told the action was accepted (it was), not that nothing was', async () => {
-    const proxy = await freezableProxy(6379);
-    const redis = createRedis(`redis://127.0.0.1:${proxy.port}`, {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      commandTimeout: 2000,
-    });
-    redis.on('error', () => {});
-    await redisReady(redis);
-    const queues = createQueues(redis, stack.prefix, () => {});
-    cleanups.push(async () => {
-      proxy.thaw();
-      await queues.close().catch(() => {});
-      redis.disconnect();
-      await proxy.close();
-    });
+    const { proxy, redis, queues } = await frozenableRedis(2000);
     const app = createApp({ ...stack.deps, redis, queues, logger, requestTimeoutMs: 300 });
     const w = await makeWorld(stack.ctx);
     proxy.freeze();
@@ -206,5 +214,53 @@ describe('a Redis that stops answering after the action was recorded', () => {
       .from(loyaltyActions)
       .where(eq(loyaltyActions.id, r.body.action.id));
     expect(row?.status).toBe('QUEUED');
+  });
+
+  it('a write that committed while its answer waits on Redis past the deadline: 503 with outcome LANDED naming the write, which is there', async () => {
+    // Redis stays silent longer than the deadline and the wait for a committed write's answer together.
+    const { proxy, redis, queues } = await frozenableRedis(10_000);
+    const statementTimeoutMs = 200;
+    const logs = capturedLogger('info');
+    const app = createApp({
+      ...stack.deps,
+      redis,
+      queues,
+      logger: logs.logger,
+      requestTimeoutMs: 300,
+      statementTimeoutMs,
+    });
+    const w = await makeWorld(stack.ctx);
+    const endpoint = await registerEndpoint(stack, w.campaign.id, {
+      url: 'https://hooks.example.com/landed',
+    });
+    proxy.freeze();
+    const started = performance.now();
+    // The test message is committed, then its delivery is queued in Redis, which does not answer.
+    const r = await client(inProcess(app), OPERATOR_TOKEN).post(
+      `/admin/v1/webhook-endpoints/${endpoint.id}/test`,
+    );
+    const elapsed = performance.now() - started;
+    const body = expectErrorShape(r, 503, 'UNAVAILABLE');
+    expect(body.outcome).toBe('LANDED');
+    expect(body.message).toMatch(/recorded/);
+    expect(body.message).not.toMatch(/nothing was/);
+    expect(body.messageId).toMatch(/^msg_/);
+    // Answered once the deadline and the wait for the committed write's own answer passed, not at Redis's pace.
+    expect(elapsed).toBeGreaterThanOrEqual(300);
+    expect(elapsed).toBeLessThan(3000);
+    const [row] = await stack.ctx.db
+      .select()
+      .from(webhookMessages)
+      .where(eq(webhookMessages.id, body.messageId));
+    expect(row?.endpointId).toBe(endpoint.id);
+    // Redis answers again: the route ends, and its end is logged as that of a request told the truth.
+    proxy.thaw();
+    const requestId = r.headers.get('x-request-id');
+    const about = (msg: string) =>
+      logs.lines.map((l) => JSON.parse(l)).filter((l) => l.msg === msg && l.requestId === requestId);
+    await until(() => about('abandoned request ended after its answer').length === 1);
+    expect(
+      about('a write committed after its request was answered with a 503 that said its outcome was unknown'),
+    ).toEqual([]);
   });
 });

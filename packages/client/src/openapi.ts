@@ -1587,7 +1587,7 @@ export interface components {
              *     - `PARTICIPANT_BLOCKED` (422): Anti-fraud blocked the participant (a high fraud risk, a blacklisted email or IP address); `fraudRiskLevel`, `fraudReasonCode` and `matchedParticipantIds` say why.
              *     - `RATE_LIMIT` (429): A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
              *     - `INTERNAL_ERROR` (500): A fault in the service. It is logged with the `requestId` of the body, which identifies it.
-             *     - `UNAVAILABLE` (503): PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE` (503): PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              * @enum {string}
              */
             code: "VALIDATION_ERROR" | "INVALID_STATE" | "AUTHENTICATION_REQUIRED" | "USAGE_LIMIT" | "NOT_AUTHORIZED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "DUPLICATE_REQUEST" | "OPERATION_IN_PROGRESS" | "PARTICIPANT_BLOCKED" | "RATE_LIMIT" | "INTERNAL_ERROR" | "UNAVAILABLE";
@@ -1645,6 +1645,15 @@ export interface components {
             fraudReasonCode?: "UNIQUE_IDENTITY" | "DUPLICATE_EMAIL" | "DUPLICATE_IDENTITY" | "SIMILAR_EMAIL" | "SIMILAR_FIRST_NAME" | "SIMILAR_LAST_NAME" | "MANUAL_UPDATE" | "WHITELISTED" | "BLACKLIST_MATCH" | "BLOCKED_IP";
             /** @description PARTICIPANT_BLOCKED: the participants it matched */
             matchedParticipantIds?: string[];
+            /**
+             * @description UNAVAILABLE after a write was sent: `UNKNOWN`, its answer was lost (it may have been recorded); `LANDED`, it was recorded but the answer was not completed in time. Either way, look it up rather than repeating the request.
+             * @enum {string}
+             */
+            outcome?: "UNKNOWN" | "LANDED";
+            /** @description UNAVAILABLE with `outcome`: the loyalty action to look up */
+            actionId?: string;
+            /** @description UNAVAILABLE with `outcome`: the webhook test message to look up */
+            messageId?: string;
         };
         Ready: {
             /** @enum {string} */
@@ -2714,7 +2723,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -2927,7 +2936,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -3142,7 +3151,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -3407,7 +3416,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -3627,7 +3636,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -3849,7 +3858,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -4178,7 +4187,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -4392,7 +4401,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -4613,7 +4622,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -4832,7 +4841,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -5164,7 +5173,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -5464,7 +5473,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -5678,7 +5687,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -5901,7 +5910,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -6128,7 +6137,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -6392,7 +6401,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -6651,7 +6660,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -6870,7 +6879,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -7135,7 +7144,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -7355,7 +7364,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -7569,7 +7578,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -7830,7 +7839,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8089,7 +8098,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8208,7 +8217,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8397,7 +8406,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8518,7 +8527,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8648,7 +8657,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8808,7 +8817,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -8929,7 +8938,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9054,7 +9063,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9206,7 +9215,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9338,7 +9347,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9459,7 +9468,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9583,7 +9592,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9711,7 +9720,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -9888,7 +9897,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10009,7 +10018,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10159,7 +10168,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10285,7 +10294,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10487,7 +10496,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10609,7 +10618,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10781,7 +10790,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -10909,7 +10918,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11037,7 +11046,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11165,7 +11174,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11288,7 +11297,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11455,7 +11464,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11576,7 +11585,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11700,7 +11709,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -11887,7 +11896,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12050,7 +12059,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12171,7 +12180,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12324,7 +12333,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12461,7 +12470,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12641,7 +12650,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12795,7 +12804,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -12916,7 +12925,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {
@@ -13066,7 +13075,7 @@ export interface operations {
             /**
              * @description Unavailable: `UNAVAILABLE`.
              *
-             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
              */
             503: {
                 headers: {

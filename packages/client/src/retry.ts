@@ -54,8 +54,9 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
 }
 
 /**
- * A 503 whose body has `outcome` says a write was sent and its answer lost (`"UNKNOWN"`): the change may
- * have been made, so the caller looks it up instead of the client repeating it.
+ * A 503 whose body has `outcome` says a write was sent: its answer lost (`"UNKNOWN"`), or it was recorded
+ * but its answer not completed in time (`"LANDED"`). The change may have been made, so the caller looks it up
+ * instead of the client repeating it.
  */
 async function mayHaveWritten(res: Response): Promise<boolean> {
   if (res.status !== 503) return false;

@@ -31,7 +31,7 @@ export const ERROR_DESCRIPTIONS = {
   INTERNAL_ERROR:
     'A fault in the service. It is logged with the `requestId` of the body, which identifies it.',
   UNAVAILABLE:
-    'PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request.',
+    'PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.',
 } as const satisfies Record<ErrorCode, string>;
 
 export const ERROR_CODES = Object.keys(ERROR_CATALOG) as [ErrorCode, ...ErrorCode[]];
@@ -100,6 +100,18 @@ export const ErrorBody = z
       .array(z.string())
       .optional()
       .openapi({ description: 'PARTICIPANT_BLOCKED: the participants it matched' }),
+    outcome: z.enum(['UNKNOWN', 'LANDED']).optional().openapi({
+      description:
+        'UNAVAILABLE after a write was sent: `UNKNOWN`, its answer was lost (it may have been recorded); `LANDED`, it was recorded but the answer was not completed in time. Either way, look it up rather than repeating the request.',
+    }),
+    actionId: z
+      .string()
+      .optional()
+      .openapi({ description: 'UNAVAILABLE with `outcome`: the loyalty action to look up' }),
+    messageId: z
+      .string()
+      .optional()
+      .openapi({ description: 'UNAVAILABLE with `outcome`: the webhook test message to look up' }),
   })
   .openapi('Error', { description: 'The body of every answer other than 200' });
 

@@ -34,7 +34,9 @@ const RECORDED_NO_ANSWER =
  *   `COMMIT_MARGIN_MS`; committed, the route's answer (`lateReply`, or the work's own answer); refused by
  *   the database, the 503 above; no answer in that time, or the connection lost after COMMIT was sent, a
  *   503 with `outcome: "UNKNOWN"` that says so and names what to look up (`actionId`);
- * - committed already: the route's `lateReply`.
+ * - committed already: the route's `lateReply`; a route without one that is still not done once the outcome
+ *   wait is over gets a 503 with `outcome: "LANDED"` and what names the write (`actionId`, `messageId`): the
+ *   change was recorded, so the caller looks it up rather than repeating it.
  * Work that ends after its answer (an abandoned request) is logged once, when it ends (see `observe`).
  */
 export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
@@ -89,8 +91,9 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   const late = c.get('lateReply');
   let answer: Response;
   if (late) answer = late();
-  else if (commit.outcome === 'LANDED') answer = errorResponse(c, 'UNAVAILABLE', RECORDED_NO_ANSWER);
-  else if (commit.sent > 0 || commit.outcome === 'UNKNOWN') {
+  else if (commit.outcome === 'LANDED') {
+    answer = errorResponse(c, 'UNAVAILABLE', RECORDED_NO_ANSWER, { outcome: 'LANDED', ...commit.subject });
+  } else if (commit.sent > 0 || commit.outcome === 'UNKNOWN') {
     const unknown = commitOutcomeUnknown(commit.subject);
     answer = errorResponse(c, 'UNAVAILABLE', unknown.message, unknown.details);
   } else {
@@ -100,7 +103,7 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
       `No answer from a backing store within ${budget} ms: nothing was written, retry later`,
     );
   }
-  observe(c, work, commit, answer.status, budget);
+  observe(c, work, commit, answer.status, budget, commit.outcome === 'LANDED');
   return answer;
 };
 
@@ -136,6 +139,8 @@ function observe(
   commit: CommitState,
   status: number,
   budget: number,
+  /** The answer already said the write landed (`lateReply`, or the 503 with `outcome: "LANDED"`). */
+  toldLanded: boolean,
 ) {
   const { logger } = c.get('deps');
   const requestId = c.get('requestId');
@@ -150,7 +155,7 @@ function observe(
       ...(commit.subject ?? {}),
       err,
     };
-    if (commit.outcome === 'LANDED' && status >= 500) {
+    if (commit.outcome === 'LANDED' && status >= 500 && !toldLanded) {
       logger.warn(
         line,
         'a write committed after its request was answered with a 503 that said its outcome was unknown',

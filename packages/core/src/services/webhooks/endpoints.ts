@@ -290,30 +290,33 @@ export async function createTestMessage(ctx: Ctx, id: string) {
   const endpoint = await requireEndpoint(ctx, id);
   const now = ctx.clock.now();
   const messageId = newId('webhookMessage');
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
-      .insert(webhookMessages)
-      .values({
-        id: messageId,
-        endpointId: endpoint.id,
-        campaignId: endpoint.campaignId,
-        eventId: null,
-        eventType,
-        testBody: {
-          type: eventType,
-          timestamp: now.getTime(),
-          data: {
-            test: true,
-            endpointId: endpoint.id,
-            campaign: { id: endpoint.campaignId },
-          } satisfies z.infer<typeof TEST_EVENT_DATA>,
-        },
-        status: 'PENDING',
-        nextAttemptAt: now,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .returning(),
+  const [row] = await commitWrite(
+    ctx,
+    () =>
+      ctx.db
+        .insert(webhookMessages)
+        .values({
+          id: messageId,
+          endpointId: endpoint.id,
+          campaignId: endpoint.campaignId,
+          eventId: null,
+          eventType,
+          testBody: {
+            type: eventType,
+            timestamp: now.getTime(),
+            data: {
+              test: true,
+              endpointId: endpoint.id,
+              campaign: { id: endpoint.campaignId },
+            } satisfies z.infer<typeof TEST_EVENT_DATA>,
+          },
+          status: 'PENDING',
+          nextAttemptAt: now,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning(),
+    { messageId },
   );
   return { messageId: row!.id, generation: row!.generation, endpointEnabled: endpoint.enabled };
 }

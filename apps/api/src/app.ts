@@ -41,6 +41,7 @@ export function createApp(deps: Deps) {
       await enqueue({
         eventIds: list.flatMap((c) => c.eventIds),
         actionIds: list.flatMap((c) => c.actionIds),
+        erasureSteps: list.flatMap((c) => c.erasureSteps),
       });
       return list.map(() => undefined);
     },

@@ -88,6 +88,12 @@ describe('erasing a long history', () => {
       finishedAt: null,
     });
 
+    // The deletion's commit handed its next batch on (the after-commit hand-off): one job, by the step's id.
+    const queued = await eventually(
+      () => stack.deps.queues.forJob('participant-erasure.run').getJob(`erasure-${participantId}-1`),
+      (job) => job !== undefined,
+    );
+    expect(queued!.data).toEqual({ participantId, batch: 1 });
     // Its next job lost before any worker ran it: the relay's sweep puts it back.
     await loseErasureJobs();
     const worker = stack.startWorker();

@@ -214,7 +214,7 @@ describe('the event feed', () => {
     expectErrorShape(await client(inProcess(stack.app)).get(path), 403, 'NOT_AUTHORIZED');
   });
 
-  it("answers the curl example of docs/api.md as it shows", async () => {
+  it('answers the curl example of docs/api.md as it shows', async () => {
     const readme = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('### Reconciling with the event feed'));
     const curl = section.match(/```sh\n(curl [^\n]*)\n/)![1]!;

@@ -120,7 +120,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
   const processors: Processors<'worker'> = {
     'loyalty-action.apply': applyLoyaltyAction(batcher),
     'loyalty-action-batch.apply': applyLoyaltyActions(batcher),
-    'participant-erasure.run': runErasure(opts.ctx, opts.queues, opts.logger),
+    'participant-erasure.run': runErasure(opts.ctx, opts.logger),
   };
   const workers = startConsumers({
     consumer: 'worker',

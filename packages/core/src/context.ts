@@ -25,17 +25,21 @@ export type CommitState = {
   onSettled?: () => void;
 };
 
+/** One batch of a deleted participant's erasure: its job's payload (and id). */
+export type ErasureStep = { participantId: string; batch: number };
+
 /**
  * What a committed write created that another process carries on: outbox events for the dispatcher to fan
- * out, and QUEUED loyalty actions for the worker to apply.
+ * out, QUEUED loyalty actions for the worker to apply, and the next batch of each erasure it left running.
  */
-export type Created = { eventIds: string[]; actionIds: string[] };
+export type Created = { eventIds: string[]; actionIds: string[]; erasureSteps: ErasureStep[] };
 
 /**
  * The after-commit hand-off: told, once per committed write that created any, the ids of its events and
- * QUEUED actions, never before its COMMIT succeeded and never for a write rolled back or failed. The service
- * queues their jobs here; a failure is the port's own to report (the rows are committed, and the worker's
- * relay and the dispatcher's sweep pick up what was not queued), so it never reaches the writer.
+ * QUEUED actions and its erasures' next steps, never before its COMMIT succeeded and never for a write rolled
+ * back or failed. The service queues their jobs here; a failure is the port's own to report (the rows are
+ * committed, and the worker's relay and the dispatcher's sweep pick up what was not queued), so it never
+ * reaches the writer.
  */
 export type AfterCommit = (created: Created) => Promise<void>;
 
@@ -58,11 +62,12 @@ export type Ctx = {
   uncommitted?: Created;
 };
 
-const nothingCreated = (): Created => ({ eventIds: [], actionIds: [] });
+const nothingCreated = (): Created => ({ eventIds: [], actionIds: [], erasureSteps: [] });
 
 /** Hands what a committed write created to the port, if it created anything; the port's failure stays there. */
 async function handOver(ctx: Ctx, created: Created): Promise<void> {
-  if (!ctx.afterCommit || (created.eventIds.length === 0 && created.actionIds.length === 0)) return;
+  const { eventIds, actionIds, erasureSteps } = created;
+  if (!ctx.afterCommit || eventIds.length + actionIds.length + erasureSteps.length === 0) return;
   try {
     await ctx.afterCommit(created);
   } catch {
@@ -71,8 +76,8 @@ async function handOver(ctx: Ctx, created: Created): Promise<void> {
 }
 
 /**
- * Registers what a write created for the after-commit hand-off; whatever records an event or a QUEUED action
- * calls it, so no caller has to remember. Inside a unit of work (or `commitWrite`) it is kept until the COMMIT
+ * Registers what a write created for the after-commit hand-off; whatever records an event, a QUEUED action or
+ * an erasure's next step calls it, so no caller has to remember. Inside a unit of work (or `commitWrite`) it is kept until the COMMIT
  * and handed on only if that succeeds. Outside one, the write has committed already (a statement on its own,
  * a group commit's shared insert): it is handed on now. A transaction not opened by `unitOfWork` has no
  * `uncommitted`, and what it registers would be handed on before its COMMIT: open transactions with it.
@@ -80,10 +85,18 @@ async function handOver(ctx: Ctx, created: Created): Promise<void> {
 export async function handOff(ctx: Ctx, created: Partial<Created>): Promise<void> {
   const eventIds = created.eventIds ?? [];
   const actionIds = created.actionIds ?? [];
+  const erasureSteps = created.erasureSteps ?? [];
   const into = ctx.uncommitted;
-  if (!into) return handOver(ctx, { eventIds: [...eventIds], actionIds: [...actionIds] });
+  if (!into) {
+    return handOver(ctx, {
+      eventIds: [...eventIds],
+      actionIds: [...actionIds],
+      erasureSteps: [...erasureSteps],
+    });
+  }
   into.eventIds.push(...eventIds);
   into.actionIds.push(...actionIds);
+  into.erasureSteps.push(...erasureSteps);
 }
 
 /**

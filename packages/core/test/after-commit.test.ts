@@ -1,5 +1,5 @@
-import { campaigns, createDb, events, loyaltyActions } from '@stampcard/db';
-import { eq, inArray } from 'drizzle-orm';
+import { campaigns, createDb, erasures, events, loyaltyActions } from '@stampcard/db';
+import { eq, inArray, sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
@@ -10,6 +10,7 @@ import {
   type Created,
   type Ctx,
   commitWrite,
+  type ErasureStep,
   handOff,
   unitOfWork,
 } from '../src/context';
@@ -17,6 +18,8 @@ import { DomainError } from '../src/errors';
 import { recordEvents } from '../src/services/events';
 import { recordQueuedActions } from '../src/services/ledger';
 import { ensureParticipant } from '../src/services/participants/ensure';
+import { ERASE_BATCH, runErasureStep } from '../src/services/participants/erase';
+import { deleteParticipant } from '../src/services/participants/remove';
 
 const db = useTestDb();
 
@@ -50,7 +53,11 @@ function recordingPort(): { port: AfterCommit; calls: Call[] } {
           .where(inArray(loyaltyActions.id, created.actionIds))
       : [];
     calls.push({
-      created: { eventIds: [...created.eventIds], actionIds: [...created.actionIds] },
+      created: {
+        eventIds: [...created.eventIds],
+        actionIds: [...created.actionIds],
+        erasureSteps: [...created.erasureSteps],
+      },
       seen: { events: seenEvents.map((r) => r.id).sort(), actions: seenActions.map((r) => r.id).sort() },
     });
   };
@@ -148,7 +155,7 @@ describe('the after-commit hand-off', () => {
       return { kept, dropped };
     });
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.created).toEqual({ eventIds: ids.kept, actionIds: [] });
+    expect(calls[0]!.created).toEqual({ eventIds: ids.kept, actionIds: [], erasureSteps: [] });
     expect(calls[0]!.seen.events).toEqual(ids.kept);
     expect(await other.db.select().from(events).where(inArray(events.id, ids.dropped))).toEqual([]);
   });
@@ -188,7 +195,10 @@ describe('the after-commit hand-off', () => {
       ]),
     );
     expect(calls).toEqual([
-      { created: { eventIds: [], actionIds: [action!.id] }, seen: { events: [], actions: [action!.id] } },
+      {
+        created: { eventIds: [], actionIds: [action!.id], erasureSteps: [] },
+        seen: { events: [], actions: [action!.id] },
+      },
     ]);
     expect(outcomes).toEqual(['LANDED']);
     expect(commit.sent).toBe(0);
@@ -228,6 +238,49 @@ describe('the after-commit hand-off', () => {
       { db: db.db, clock: systemClock, afterCommit: port },
       { actionIds: ['act_committed_elsewhere'] },
     );
-    expect(calls.map((c) => c.created)).toEqual([{ eventIds: [], actionIds: ['act_committed_elsewhere'] }]);
+    expect(calls.map((c) => c.created)).toEqual([
+      { eventIds: [], actionIds: ['act_committed_elsewhere'], erasureSteps: [] },
+    ]);
+  });
+
+  it("an erasure's next step is handed on once the deletion committed, then once each batch that leaves work committed", async () => {
+    const w = await world();
+    const ctx0: Ctx = { db: db.db, clock: systemClock };
+    const { participant } = await unitOfWork(ctx0, (tx) =>
+      ensureParticipant(tx, w.campaign, { email: uniqueEmail() }, 'DIRECT'),
+    );
+    // More events showing the person than one batch erases: copies of its NEW_PARTICIPANT_ADDED.
+    await db.db.execute(sql`
+      insert into ${events} (id, campaign_id, type, data, created_at)
+      select 'evt_er' || g || ${participant.id}, campaign_id, type, data, created_at
+      from ${events}, generate_series(1, ${ERASE_BATCH * 2}) g
+      where campaign_id = ${w.campaign.id} and type = 'NEW_PARTICIPANT_ADDED'`);
+    const handed: { steps: ErasureStep[]; batchesSeen: number | undefined }[] = [];
+    const ctx: Ctx = {
+      db: db.db,
+      clock: systemClock,
+      afterCommit: async (created) => {
+        // What another connection sees of the erasure when its step is handed on: the batch has committed.
+        const [row] = await other.db
+          .select({ batches: erasures.batches })
+          .from(erasures)
+          .where(eq(erasures.participantId, participant.id));
+        handed.push({ steps: [...created.erasureSteps], batchesSeen: row?.batches });
+      },
+    };
+    const removed = await deleteParticipant(ctx, w.campaign, participant.id);
+    expect(removed.erasure.status).toBe('PENDING');
+    const first = { participantId: participant.id, batch: 1 };
+    expect(handed).toEqual([{ steps: [first], batchesSeen: 1 }]);
+    // The step's batch leaves one more; the last batch (DONE) hands no step on.
+    const second = await runErasureStep(ctx, first);
+    expect(second.next).toEqual({ participantId: participant.id, batch: 2 });
+    expect(handed.slice(1)).toEqual([{ steps: [second.next], batchesSeen: 2 }]);
+    const last = await runErasureStep(ctx, second.next!);
+    expect(last.next).toBeNull();
+    expect(handed).toHaveLength(2);
+    // A step run again (its job twice) does nothing, and hands nothing on.
+    expect((await runErasureStep(ctx, first)).ran).toBe(false);
+    expect(handed).toHaveLength(2);
   });
 });

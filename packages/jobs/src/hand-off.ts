@@ -1,6 +1,6 @@
 import { safeError } from '@stampcard/config';
 import type { Created } from '@stampcard/core';
-import { enqueue, enqueueActions, type Queues } from './queues';
+import { enqueue, enqueueActions, enqueueErasureSteps, type Queues } from './queues';
 
 /** Most events in one `webhook-events.fan-out` job (the catalog's bound). */
 export const FAN_OUT_BATCH = 5000;
@@ -8,14 +8,15 @@ export const FAN_OUT_BATCH = 5000;
 /**
  * The jobs of what committed writes created, the implementation of core's after-commit hand-off
  * (`Ctx.afterCommit`) in every process: the actions go to the worker (`loyalty-action-batch.apply`, see
- * `enqueueActions`) and the events to the dispatcher (`webhook-events.fan-out`), each kind in one round trip,
- * both at once. It never throws: the rows are committed, so a failed enqueue loses nothing (the worker's relay
- * queues the actions, the dispatcher's sweep fans out the events), and it is logged with the ids and the
- * error's class only.
+ * `enqueueActions`), the events to the dispatcher (`webhook-events.fan-out`) and the erasure steps to the
+ * worker (`participant-erasure.run`, one job per step by `erasureJobId`), each kind in one round trip, all at
+ * once. It never throws: the rows are committed, so a failed enqueue loses nothing (the worker's relay queues
+ * the actions and resumes the erasures, the dispatcher's sweep fans out the events), and it is logged with
+ * the ids and the error's class only.
  */
 export function enqueueCommitted(queues: Queues, logger: { warn(obj: object, msg: string): void }) {
   return async (created: Created): Promise<void> => {
-    const { eventIds, actionIds } = created;
+    const { eventIds, actionIds, erasureSteps } = created;
     const fanOuts = Array.from({ length: Math.ceil(eventIds.length / FAN_OUT_BATCH) }, (_, i) => ({
       payload: { eventIds: eventIds.slice(i * FAN_OUT_BATCH, (i + 1) * FAN_OUT_BATCH) },
     }));
@@ -30,6 +31,12 @@ export function enqueueCommitted(queues: Queues, logger: { warn(obj: object, msg
         logger.warn(
           { eventIds, errorClass: safeError(err).type },
           'events not queued; the dispatcher sweep will fan them out',
+        ),
+      ),
+      enqueueErasureSteps(queues, [...erasureSteps]).catch((err) =>
+        logger.warn(
+          { participantIds: erasureSteps.map((s) => s.participantId), errorClass: safeError(err).type },
+          'erasure steps not queued; the relay will resume them',
         ),
       ),
     ]);

@@ -96,7 +96,7 @@ describe('the job catalog', () => {
       await queues.close();
     }
   });
-  it('enqueueCommitted queues actions in batch jobs of up to 64 and events in fan-out jobs of up to 5000', async () => {
+  it('enqueueCommitted queues actions in batch jobs of up to 64, events in fan-out jobs of up to 5000, and a job per erasure step', async () => {
     const prefix = `stampcard_test_catalog_${Date.now().toString(36)}_c`;
     const queues = await connectQueues(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', prefix, () => {});
     const warned: object[] = [];
@@ -105,8 +105,14 @@ describe('the job catalog', () => {
       const handOn = enqueueCommitted(producer.queues, { warn: (obj) => warned.push(obj) });
       const actionIds = Array.from({ length: 65 }, (_, i) => `act_${i}`);
       const eventIds = Array.from({ length: FAN_OUT_BATCH + 1 }, (_, i) => `evt_${i}`);
-      await handOn({ actionIds, eventIds });
-      await handOn({ actionIds: [], eventIds: [] });
+      const erasureSteps = [
+        { participantId: 'pt_a', batch: 1 },
+        { participantId: 'pt_b', batch: 3 },
+      ];
+      await handOn({ actionIds, eventIds, erasureSteps });
+      await handOn({ actionIds: [], eventIds: [], erasureSteps: [] });
+      // The same step again (a batch handed on twice): one job, by its id.
+      await handOn({ actionIds: [], eventIds: [], erasureSteps: [erasureSteps[0]!] });
       const actions = await producer.queues.forJob('loyalty-action-batch.apply').getWaiting();
       expect(actions.map((j) => (j.data as { actionIds: string[] }).actionIds.length).sort()).toEqual([
         1, 64,
@@ -114,6 +120,11 @@ describe('the job catalog', () => {
       const fanOuts = await producer.queues.forJob('webhook-events.fan-out').getWaiting();
       const sizes = fanOuts.map((j) => (j.data as { eventIds: string[] }).eventIds.length);
       expect(sizes.sort((a, b) => a - b)).toEqual([1, FAN_OUT_BATCH]);
+      const erasing = await producer.queues.forJob('participant-erasure.run').getWaiting();
+      expect(erasing.map((j) => [j.id, j.data]).sort()).toEqual([
+        ['erasure-pt_a-1', { participantId: 'pt_a', batch: 1 }],
+        ['erasure-pt_b-3', { participantId: 'pt_b', batch: 3 }],
+      ]);
       expect(warned).toEqual([]);
       for (const q of producer.queues.all) await q.obliterate({ force: true });
     } finally {

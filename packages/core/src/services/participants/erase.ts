@@ -7,7 +7,7 @@ import {
   webhookMessages,
 } from '@stampcard/db';
 import { and, eq, lte, sql } from 'drizzle-orm';
-import type { Ctx } from '../../context';
+import { type Ctx, type ErasureStep, handOff, unitOfWork } from '../../context';
 import { notFound } from '../../errors';
 import { ERASED_PARTICIPANT, ERASED_SUBMISSION, eraseParticipant } from '../../rules/erasure';
 
@@ -35,7 +35,9 @@ export const ERASE_ANSWER_BATCH = 500;
  *   `eraseParticipant`. Their request paths hold no email: a key row stores the path as logged.
  *
  * The deletion's transaction writes the `erasures` row and runs the first batch (`startErasure`); each next
- * batch is a `participant-erasure.run` job, one short transaction (`runErasureStep`). Its form submissions and
+ * batch is a `participant-erasure.run` job, one short transaction (`runErasureStep`). A batch that leaves work
+ * registers the next step (`handOff`), so its job is queued once the batch has committed (`ctx.afterCommit`);
+ * one lost on the way is resumed by the worker's relay (`findStalledErasures`). Its form submissions and
  * participant rewards went with its row (the foreign keys cascade). Ids, counts, statuses and times stay, so
  * the ledger still adds up.
  */
@@ -50,9 +52,6 @@ export const runningErasureOfEvent = and(
   eq(erasures.state, 'RUNNING'),
 );
 
-/** One batch of an erasure: its job's payload (and id). */
-export type ErasureStep = { participantId: string; batch: number };
-
 export type ErasureBatch = {
   /** False: the step was not the erasure's next one (its job ran twice, or the erasure is done): nothing done. */
   ran: boolean;
@@ -66,8 +65,8 @@ export type ErasureBatch = {
 type ErasureRow = typeof erasures.$inferSelect;
 
 /**
- * Starts the erasure of participant `participantId`, just deleted, in the deletion's transaction: its
- * `erasures` row, then its first batch. A short history is erased entirely here (`next` null: DONE).
+ * Starts the erasure of participant `participantId`, just deleted, in the deletion's transaction (a unit of
+ * work): its `erasures` row, then its first batch. A short history is erased entirely here (`next` null: DONE).
  */
 export async function startErasure(
   tx: Ctx,
@@ -91,16 +90,15 @@ export async function startErasure(
 }
 
 /**
- * Runs one batch of an erasure (a `participant-erasure.run` job), in its own short transaction, which holds the
- * `erasures` row locked. A step that is not the erasure's next one does nothing.
+ * Runs one batch of an erasure (a `participant-erasure.run` job), in its own short unit of work, which holds
+ * the `erasures` row locked. A step that is not the erasure's next one does nothing.
  */
 export async function runErasureStep(
   ctx: Ctx,
   step: ErasureStep,
   limit = ERASE_BATCH,
 ): Promise<ErasureBatch> {
-  return ctx.db.transaction(async (db) => {
-    const tx = { ...ctx, db };
+  return unitOfWork(ctx, async (tx) => {
     const [row] = await tx.db
       .select()
       .from(erasures)
@@ -163,7 +161,8 @@ export async function showErasure(ctx: Ctx, campaignId: string, participantId: s
 
 /**
  * One batch: up to `limit` events (newest first, below the cursor); once none is left, up to
- * `ERASE_ANSWER_BATCH` stored answers in the same transaction; then the progress in the row.
+ * `ERASE_ANSWER_BATCH` stored answers in the same transaction; then the progress in the row, and the next
+ * step registered for the after-commit hand-off while the erasure runs.
  */
 async function erasureBatch(tx: Ctx, row: ErasureRow, limit: number): Promise<ErasureBatch> {
   let phase: ErasurePhase = row.phase;
@@ -200,12 +199,9 @@ async function erasureBatch(tx: Ctx, row: ErasureRow, limit: number): Promise<Er
       ...(done ? { state: 'DONE' as const, finishedAt: now } : {}),
     })
     .where(eq(erasures.participantId, row.participantId));
-  return {
-    ran: true,
-    events: erasedEvents,
-    answers: erasedAnswers,
-    next: done ? null : { participantId: row.participantId, batch: row.batches + 1 },
-  };
+  const next = done ? null : { participantId: row.participantId, batch: row.batches + 1 };
+  if (next) await handOff(tx, { erasureSteps: [next] });
+  return { ran: true, events: erasedEvents, answers: erasedAnswers, next };
 }
 
 /** Up to `limit` of the participant's events below `before` (null: any), newest first, in one statement. */

@@ -6,7 +6,7 @@ import { type CampaignRow, campaignRef } from '../../serialize';
 import { recordEvents } from '../events';
 import { bucketChanges, moveBuckets } from '../leaderboard/buckets';
 import { settleQueuedActions } from '../queued-actions';
-import { type ErasureStep, startErasure } from './erase';
+import { startErasure } from './erase';
 import { findParticipant, participantNotFound } from './lookup';
 
 /** The `reason` of a QUEUED loyalty action whose participant was deleted before a worker applied it. */
@@ -21,9 +21,9 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * actions stay in the ledger, and past events in the outbox, as history, but without the person: deletion is
  * the right-to-erasure path. The transaction writes the erasure's durable record and scrubs its first bounded
  * batch (`startErasure`: a short history entirely); a longer one goes on in the background, one short
- * transaction a batch: `erasure.next` is the step for the caller to enqueue once this has committed (the
- * worker's relay finds it anyway). `PARTICIPANT_DELETED` (ids and counts only) is recorded, and handed to the
- * dispatcher once this has committed (`ctx.afterCommit`).
+ * transaction a batch, whose next step is handed to the worker once this has committed (`ctx.afterCommit`; the
+ * worker's relay resumes it if that fails). `PARTICIPANT_DELETED` (ids and counts only) is recorded, and handed
+ * to the dispatcher the same way.
  *
  * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
  * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
@@ -37,8 +37,8 @@ export async function deleteParticipant(
   idOrEmail: string,
 ): Promise<{
   success: true;
-  /** `DONE`: nothing of the person is left; `PENDING`: `next` and the batches after it will erase the rest. */
-  erasure: { status: 'DONE' | 'PENDING'; next: ErasureStep | null };
+  /** `DONE`: nothing of the person is left; `PENDING`: the batches in the background will erase the rest. */
+  erasure: { status: 'DONE' | 'PENDING' };
 }> {
   const found = await findParticipant(ctx, campaign.id, idOrEmail);
   if (!found) throw participantNotFound(campaign.id, idOrEmail);
@@ -92,7 +92,7 @@ export async function deleteParticipant(
     ]);
     return {
       success: true as const,
-      erasure: { status: erased.next ? ('PENDING' as const) : ('DONE' as const), next: erased.next },
+      erasure: { status: erased.next ? ('PENDING' as const) : ('DONE' as const) },
     };
   });
 }

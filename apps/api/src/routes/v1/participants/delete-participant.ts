@@ -1,6 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { deleteParticipant, loadCampaignFor } from '@stampcard/core';
-import { enqueueErasureSteps } from '@stampcard/jobs';
 import type { App } from '../../../env';
 import { errorResponses } from '../../../lib/schemas';
 import { ParticipantRemoved, participantParams } from './schemas';
@@ -37,16 +36,10 @@ export const registerDeleteParticipant = (app: App) =>
     const ctx = c.get('ctx');
     const { id, idOrEmail } = c.req.valid('param');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), id);
-    // One bounded transaction whatever the history: the rest of a long one is erased by the worker.
+    // One bounded transaction whatever the history: the rest of a long one is erased by the worker, its next
+    // batch queued by the after-commit hand-off (or resumed by the relay).
     const { erasure, ...removed } = await deleteParticipant(ctx, campaign, idOrEmail);
     c.header(ERASURE_HEADER, erasure.status);
     c.set('lateReply', () => c.json(removed, 200));
-    if (erasure.next) {
-      const deps = c.get('deps');
-      // Committed with its `erasures` row: if this enqueue fails, the worker's relay resumes the erasure.
-      await enqueueErasureSteps(deps.queues, [erasure.next]).catch((err) =>
-        deps.logger.warn({ err, participantId: erasure.next?.participantId }, 'erasure left to the relay'),
-      );
-    }
     return c.json(removed, 200);
   });

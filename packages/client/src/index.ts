@@ -3,14 +3,16 @@ import type { components, paths } from './openapi';
 import { type RetryOptions, retryingFetch } from './retry';
 
 /** The receiver's side: checks a delivery's signature and answers its parsed body. */
+/** How the client reads a `Retry-After` header (the dispatcher reads a receiver's the same way). */
 export {
   type HeaderSource,
+  retryAfterMs,
   type VerifyInput,
   verify,
   WebhookVerificationError,
 } from '@stampcard/webhooks';
 export type { components, operations, paths, webhooks } from './openapi';
-export { IDEMPOTENCY_KEY_HEADER, type Retry, type RetryOptions, retryAfterMs } from './retry';
+export { IDEMPOTENCY_KEY_HEADER, type Retry, type RetryOptions } from './retry';
 
 /** A schema of the API by name: `Schema<'Participant'>`, `Schema<'LoyaltyActionAnswer'>`, … */
 export type Schema<Name extends keyof components['schemas']> = components['schemas'][Name];

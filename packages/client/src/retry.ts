@@ -1,3 +1,5 @@
+import { retryAfterMs } from '@stampcard/webhooks';
+
 /** The header that makes a POST safe to repeat (see the API's Idempotency-Key). */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
@@ -40,18 +42,6 @@ export type Retry = {
   /** How long the client waits before the next attempt, in ms. */
   delayMs: number;
 };
-
-/**
- * A `Retry-After` header (delay-seconds or an HTTP date) in ms from `now`; null when absent or malformed.
- */
-export function retryAfterMs(header: string | null, now = Date.now()): number | null {
-  const value = header?.trim();
-  if (!value) return null;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  // An HTTP date names its day and month; a bare number that is not delay-seconds ("-1", "1.5") is no date.
-  const at = /[a-z]/i.test(value) ? Date.parse(value) : Number.NaN;
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
-}
 
 /**
  * A 503 whose body has `outcome` says a write was sent: its answer lost (`"UNKNOWN"`), or it was recorded
@@ -114,6 +104,8 @@ export function retryingFetch(
         return res;
       }
       const backoff = backoffMs * 2 ** (attempt - 1);
+      // `Retry-After` read as the dispatcher reads a receiver's (`@stampcard/webhooks`), but with no hour's
+      // bound: a wait past what is left of `maxWaitMs` is not made, however long, and the answer is given.
       const delayMs =
         retryAfterMs(res.headers.get('retry-after')) ?? Math.round(backoff * (0.5 + Math.random() / 2));
       if (waited + delayMs > maxWaitMs) return res;

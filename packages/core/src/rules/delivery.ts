@@ -3,6 +3,8 @@
  * failed long enough to be disabled. The dispatcher feeds them what it saw and a clock.
  */
 
+import { retryAfterMs } from '@stampcard/webhooks';
+
 /** What an attempt's outcome asks for. */
 export type AttemptVerdict =
   /** 2xx: the message is delivered. */
@@ -24,20 +26,13 @@ export type AttemptVerdict =
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /**
- * A Retry-After header in ms from `now`: delay-seconds or an HTTP date. Null when absent, malformed, or
- * longer than `MAX_RETRY_AFTER_MS`.
+ * A receiver's Retry-After header in ms from `now`: delay-seconds or an HTTP date, read as the API client
+ * reads it (`retryAfterMs` of `@stampcard/webhooks`). Null when absent, malformed, or longer than
+ * `MAX_RETRY_AFTER_MS`: the dispatcher's own bound, where the client bounds its waits by `maxWaitMs`.
  */
 export function parseRetryAfter(header: string | null | undefined, now: Date): number | null {
-  if (!header) return null;
-  const value = header.trim();
-  let ms: number;
-  if (/^\d{1,10}$/.test(value)) ms = Number(value) * 1000;
-  else {
-    const at = Date.parse(value);
-    if (Number.isNaN(at) || !/[a-z]/i.test(value)) return null;
-    ms = Math.max(0, at - now.getTime());
-  }
-  return ms <= MAX_RETRY_AFTER_MS ? ms : null;
+  const ms = retryAfterMs(header, now.getTime());
+  return ms !== null && ms <= MAX_RETRY_AFTER_MS ? ms : null;
 }
 
 /** What an answer (or its absence: `status` null) means for the message and its endpoint. */

@@ -72,7 +72,7 @@ export async function fulfilParticipantReward(
   ctx: Ctx,
   participantRewardId: string,
   now: Date,
-): Promise<{ participantReward: ParticipantRewardRow; eventIds: string[] } | null> {
+): Promise<{ participantReward: ParticipantRewardRow } | null> {
   const { db } = ctx;
   const [pr] = await db
     .update(participantRewards)
@@ -92,7 +92,7 @@ export async function fulfilParticipantReward(
     .innerJoin(rewards, eq(rewards.id, pr.rewardId))
     .innerJoin(campaigns, eq(campaigns.id, pr.campaignId))
     .where(eq(participants.id, pr.participantId));
-  if (!found) return { participantReward: pr, eventIds: [] };
+  if (!found) return { participantReward: pr };
   const event: NewEvent = {
     campaignId: pr.campaignId,
     type: 'PARTICIPANT_REWARD_FULFILLED',
@@ -102,7 +102,8 @@ export async function fulfilParticipantReward(
       campaign: campaignRef(found.campaign),
     },
   };
-  return { participantReward: pr, eventIds: await recordEvents(ctx, [event]) };
+  await recordEvents(ctx, [event]);
+  return { participantReward: pr };
 }
 
 /** The campaign's reward `id`, or 404 (another campaign's reward is not found here either). */

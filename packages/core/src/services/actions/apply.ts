@@ -29,18 +29,11 @@ export type AppliedAction = {
  * An action no longer QUEUED (a redelivered or re-enqueued job) is skipped. Rows are locked in a fixed
  * order (actions, participants by id, capped rewards by id, leaderboard buckets by campaign, board and score,
  * campaigns by id) so that concurrent batches cannot deadlock and never over-award. Counts, leaderboard
- * buckets, unlocks, counters and outbox events commit together.
+ * buckets, unlocks, counters and outbox events commit together; the events are handed on after commit
+ * (`ctx.afterCommit`).
  */
 export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<AppliedAction[]> {
-  return (await applyActionBatch(ctx, actionIds)).applied;
-}
-
-/** `applyActions`, also answering the ids of the events the batch wrote (handed on after commit: `ctx.afterCommit`). */
-export async function applyActionBatch(
-  ctx: Ctx,
-  actionIds: string[],
-): Promise<{ applied: AppliedAction[]; eventIds: string[] }> {
-  if (actionIds.length === 0) return { applied: [], eventIds: [] };
+  if (actionIds.length === 0) return [];
   return unitOfWork(ctx, async (tx) => {
     const { db } = tx;
     const now = ctx.clock.now();
@@ -49,7 +42,7 @@ export async function applyActionBatch(
       status: 'APPLIED',
       appliedAt: now,
     }).returning();
-    if (claimed.length === 0) return { applied: [], eventIds: [] };
+    if (claimed.length === 0) return [];
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
 
     const pRows = await db
@@ -166,7 +159,7 @@ export async function applyActionBatch(
     }
 
     await writeUnlocks(tx, unlocks);
-    const eventIds = await recordEvents(tx, outbox);
+    await recordEvents(tx, outbox);
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;
@@ -227,6 +220,6 @@ export async function applyActionBatch(
         })
         .where(eq(campaigns.id, id));
     }
-    return { applied: results, eventIds };
+    return results;
   });
 }

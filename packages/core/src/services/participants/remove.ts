@@ -25,7 +25,7 @@ export const PARTICIPANT_DELETED = 'PARTICIPANT_DELETED';
  * worker's relay resumes it if that fails). `PARTICIPANT_DELETED` (ids and counts only) is recorded, and handed
  * to the dispatcher the same way.
  *
- * Rows are locked in the worker's order (see `applyActionBatch`): the actions, in id order, then the
+ * Rows are locked in the worker's order (see `applyActions`): the actions, in id order, then the
  * participant, its leaderboard buckets, then the account and the campaign last. An action a worker already claimed makes this wait
  * until it is applied and counted (the DELETE then reads the counts with it); an action the worker tries to
  * claim after that finds it REJECTED; and one recorded after this commits finds no participant, which the

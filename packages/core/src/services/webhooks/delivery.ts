@@ -111,11 +111,11 @@ export type DeliveryPolicy = {
 
 /** What the dispatcher does next with the message's job. */
 export type AttemptOutcome = (
-  | { next: 'DONE'; status: 'SUCCEEDED' | 'FAILED'; eventIds: string[] }
+  | { next: 'DONE'; status: 'SUCCEEDED' | 'FAILED' }
   /** Try again at `at` (a retry, or once the endpoint's pause is over). */
-  | { next: 'RETRY'; at: Date; eventIds: string[] }
+  | { next: 'RETRY'; at: Date }
   /** The endpoint was disabled by this attempt; the message waits for it. */
-  | { next: 'HELD'; eventIds: string[] }
+  | { next: 'HELD' }
 ) & {
   /** The endpoint throttled: every dispatcher leaves it alone this long, in ms. */
   pauseMs?: number;
@@ -176,7 +176,7 @@ export async function recordAttempt(
       latencyMs: attempt.latencyMs,
       responseExcerpt: attempt.responseExcerpt,
     });
-    return { next: 'DONE', status: 'SUCCEEDED', eventIds: [] };
+    return { next: 'DONE', status: 'SUCCEEDED' };
   }
   return unitOfWork(ctx, async (tx) => {
     await insertAttempt(tx, attempt);
@@ -253,8 +253,8 @@ async function succeeded({ tx, message, endpoint, result, now }: Attempt): Promi
         ),
       );
   }
-  const eventIds = fulfils(message, endpoint) ? await fulfil(tx, message.eventId!, now) : [];
-  return { next: 'DONE', status: 'SUCCEEDED', eventIds };
+  if (fulfils(message, endpoint)) await fulfil(tx, message.eventId!, now);
+  return { next: 'DONE', status: 'SUCCEEDED' };
 }
 
 /**
@@ -293,13 +293,14 @@ async function throttled(a: Attempt, retryAfterMs: number): Promise<AttemptOutco
     .update(webhookMessages)
     .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError: a.lastError, updatedAt: now })
     .where(thisGeneration(message));
-  return { next: 'RETRY', at, eventIds: [], pauseMs: step.pauseMs };
+  return { next: 'RETRY', at, pauseMs: step.pauseMs };
 }
 
 /** 410 Gone: the attempt counts, and the endpoint is disabled (`GONE`); the message waits for it. */
 async function gone(a: Attempt): Promise<AttemptOutcome> {
   await countFailure(a, a.endpoint.failingSince, { status: 'PENDING', at: a.now });
-  return { next: 'HELD', eventIds: await disableEndpoint(a.tx, a.endpoint, 'GONE', null, a.now) };
+  await disableEndpoint(a.tx, a.endpoint, 'GONE', null, a.now);
+  return { next: 'HELD' };
 }
 
 /**
@@ -317,17 +318,17 @@ async function failed(
   const failingSince = opts.failingSince ?? now;
   if (failedTooLong(failingSince, now, policy.disableAfterMs)) {
     await countFailure(a, opts.failingSince, { status: 'PENDING', at: now });
-    const eventIds = await disableEndpoint(a.tx, a.endpoint, 'FAILING', failingSince, now);
-    return { next: 'HELD', eventIds, pauseMs };
+    await disableEndpoint(a.tx, a.endpoint, 'FAILING', failingSince, now);
+    return { next: 'HELD', pauseMs };
   }
   const delay = nextRetryDelay(policy.schedule, message.attempts + 1, policy.random);
   if (delay === null) {
     await countFailure(a, opts.failingSince, { status: 'FAILED', at: now });
-    return { next: 'DONE', status: 'FAILED', eventIds: [], pauseMs };
+    return { next: 'DONE', status: 'FAILED', pauseMs };
   }
   const at = new Date(now.getTime() + Math.max(delay, pauseMs ?? 0));
   await countFailure(a, opts.failingSince, { status: 'PENDING', at });
-  return { next: 'RETRY', at, eventIds: [], pauseMs };
+  return { next: 'RETRY', at, pauseMs };
 }
 
 /**
@@ -420,14 +421,14 @@ async function disableEndpoint(
   reason: 'GONE' | 'FAILING',
   failingSince: Date | null,
   now: Date,
-): Promise<string[]> {
+): Promise<void> {
   const [changed] = await ctx.db
     .update(webhookEndpoints)
     .set({ enabled: false, disabledReason: reason, disabledAt: now, updatedAt: now })
     .where(and(eq(webhookEndpoints.id, endpoint.id), eq(webhookEndpoints.enabled, true)))
     .returning({ id: webhookEndpoints.id });
-  if (!changed) return [];
-  return recordEvents(ctx, [
+  if (!changed) return;
+  await recordEvents(ctx, [
     {
       campaignId: endpoint.campaignId,
       type: 'WEBHOOK_ENDPOINT_DISABLED',
@@ -448,9 +449,9 @@ async function disableEndpoint(
  * recorded, by `fulfilParticipantReward`, the function the API's fulfil uses too. It changes only a reward not
  * yet fulfilled, so a second 2xx (a replay, a second FULFILMENT endpoint) changes nothing and records nothing.
  */
-async function fulfil(ctx: Ctx, eventId: string, now: Date): Promise<string[]> {
+async function fulfil(ctx: Ctx, eventId: string, now: Date): Promise<void> {
   const [goal] = await ctx.db.select({ data: events.data }).from(events).where(eq(events.id, eventId));
   const participantRewardId = (goal?.data as { reward?: { id?: unknown } } | undefined)?.reward?.id;
-  if (typeof participantRewardId !== 'string') return [];
-  return (await fulfilParticipantReward(ctx, participantRewardId, now))?.eventIds ?? [];
+  if (typeof participantRewardId !== 'string') return;
+  await fulfilParticipantReward(ctx, participantRewardId, now);
 }

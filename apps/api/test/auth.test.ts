@@ -374,7 +374,7 @@ describe('routes outside the API resources', () => {
     // Paths outside /v1 too: the operator API, and /health without a key.
     const admin = await raw('DELETE', '/admin/v1/accounts', OPERATOR_TOKEN);
     expectErrorShape(await reply(admin), 405, 'METHOD_NOT_ALLOWED');
-    expect(admin.headers.get('allow')).toBe('POST, OPTIONS');
+    expect(admin.headers.get('allow')).toBe('GET, HEAD, POST, OPTIONS');
     const health = await raw('POST', '/health');
     expectErrorShape(await reply(health), 405, 'METHOD_NOT_ALLOWED');
     expect(health.headers.get('allow')).toBe('GET, HEAD, OPTIONS');

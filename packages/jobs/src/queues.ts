@@ -1,4 +1,4 @@
-import type { Scheduled } from '@stampcard/core';
+import { type Scheduled, unavailable } from '@stampcard/core';
 import { Queue } from 'bullmq';
 import type { Redis, RedisOptions } from 'ioredis';
 import { currentJobName, JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
@@ -29,6 +29,37 @@ export function createQueues(connection: Redis, prefix: string, onError?: (err: 
       await Promise.all(all.map((q) => q.close()));
     },
   };
+}
+
+/** A queue's jobs by state, as the operator API and the console show them. */
+export type QueueCounts = {
+  name: string;
+  waiting: number;
+  active: number;
+  delayed: number;
+  failed: number;
+  completed: number;
+};
+
+/** Each queue's waiting, active, delayed, failed and completed jobs; Redis not answering is `UNAVAILABLE`. */
+export async function queueCounts(queues: Queues): Promise<QueueCounts[]> {
+  return Promise.all(
+    queues.all.map(async (q) => {
+      const counts = await q
+        .getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed')
+        .catch((err: unknown) => {
+          throw unavailable('Redis does not answer: queue counts are unavailable, retry later', err);
+        });
+      return {
+        name: q.name,
+        waiting: counts.waiting ?? 0,
+        active: counts.active ?? 0,
+        delayed: counts.delayed ?? 0,
+        failed: counts.failed ?? 0,
+        completed: counts.completed ?? 0,
+      };
+    }),
+  );
 }
 
 /** One job to add: its payload, an id that makes adding it again a no-op, and how long it waits to run. */

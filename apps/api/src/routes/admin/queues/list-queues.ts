@@ -1,5 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
-import { unavailable } from '@stampcard/core';
+import { queueCounts } from '@stampcard/jobs';
 import type { App } from '../../../env';
 import { okResponse, operatorErrorResponses } from '../../../lib/schemas';
 import { QueueList } from '../responses';
@@ -17,23 +17,4 @@ const route = createRoute({
 });
 
 export const registerListQueues = (app: App) =>
-  app.openapi(route, async (c) => {
-    const queues = await Promise.all(
-      c.get('deps').queues.all.map(async (q) => {
-        const counts = await q
-          .getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed')
-          .catch((err: unknown) => {
-            throw unavailable('Redis does not answer: queue counts are unavailable, retry later', err);
-          });
-        return {
-          name: q.name,
-          waiting: counts.waiting ?? 0,
-          active: counts.active ?? 0,
-          delayed: counts.delayed ?? 0,
-          failed: counts.failed ?? 0,
-          completed: counts.completed ?? 0,
-        };
-      }),
-    );
-    return c.json({ queues }, 200);
-  });
+  app.openapi(route, async (c) => c.json({ queues: await queueCounts(c.get('deps').queues) }, 200));

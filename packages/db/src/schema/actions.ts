@@ -43,6 +43,9 @@ export const loyaltyActions = pgTable(
       .on(t.requestHash)
       .where(sql`${t.status} = 'QUEUED' and ${t.requestHash} is not null`),
     index('loyalty_actions_queued_idx').on(t.createdAt).where(sql`${t.status} = 'QUEUED'`),
+    // The operator console's actions accepted and applied per minute: a range of the last hour of each.
+    index('loyalty_actions_created_idx').on(t.createdAt),
+    index('loyalty_actions_applied_idx').on(t.appliedAt).where(sql`${t.appliedAt} is not null`),
   ],
 );
 

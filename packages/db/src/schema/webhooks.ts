@@ -80,6 +80,10 @@ export const webhookEndpoints = pgTable(
   },
   (t) => [
     index('webhook_endpoints_campaign_idx').on(t.campaignId),
+    // The operator console's endpoints failing now, oldest failure first.
+    index('webhook_endpoints_failing_idx')
+      .on(t.failingSince)
+      .where(sql`${t.failingSince} is not null and ${t.deletedAt} is null`),
     index('webhook_endpoints_backlog_idx').on(t.backlogTouchedAt).where(sql`${t.backlogState} = 'RUNNING'`),
   ],
 );
@@ -166,5 +170,9 @@ export const webhookAttempts = pgTable(
     throttled: boolean('throttled').notNull().default(false),
   },
   // With the id, the order the log is kept and read in (first and last attempts) is the index's own.
-  (t) => [index('webhook_attempts_message_idx').on(t.messageId, t.attemptedAt, t.id)],
+  (t) => [
+    index('webhook_attempts_message_idx').on(t.messageId, t.attemptedAt, t.id),
+    // The operator console's deliveries per minute and their latency: a range of the last hour.
+    index('webhook_attempts_attempted_idx').on(t.attemptedAt),
+  ],
 );

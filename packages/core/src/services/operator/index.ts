@@ -12,6 +12,7 @@ export * from './campaigns/create';
 export * from './campaigns/list';
 export * from './campaigns/show';
 export * from './campaigns/update';
+export * from './overview';
 export type { OperatorList, OperatorPage, OperatorPageQuery } from './page';
 export * from './rewards/create';
 export * from './rewards/list';

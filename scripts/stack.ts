@@ -134,6 +134,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     clock,
     logger,
     operatorToken: config.OPERATOR_TOKEN,
+    secureCookies: config.NODE_ENV !== 'development',
     cache: cache ?? undefined,
     applied: applied?.signal,
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,

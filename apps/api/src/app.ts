@@ -9,6 +9,8 @@ import {
   validationError,
 } from '@stampcard/core';
 import { enqueueCommitted } from '@stampcard/jobs';
+import { operatorConsole } from './console/routes';
+import { CONSOLE_PATH } from './console/views';
 import { dashboardGuard, QUEUE_DASHBOARD_PATH, queueDashboard } from './dashboard';
 import { registerDocs } from './docs/index';
 import type { AppEnv, Deps } from './env';
@@ -95,6 +97,8 @@ export function createApp(deps: Deps) {
   app.use(`${QUEUE_DASHBOARD_PATH}/*`, operatorAuth({ basic: true }));
   app.use(QUEUE_DASHBOARD_PATH, operatorAuth({ basic: true }));
   app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));
+  // The console signs operators in itself (a session cookie, see console/routes).
+  app.route(CONSOLE_PATH, operatorConsole());
   app.use('/admin/v1/*', operatorAuth());
   app.use('/admin/v1/*', idempotency({ scope: () => 'operator' }));
   registerAdmin(app);

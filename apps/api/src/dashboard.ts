@@ -30,7 +30,7 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ');
 
-const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+export const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** `host[:port]` as a browser writes it in an origin (default ports left out), or null if malformed. */
 function hostOf(url: string): string | null {
@@ -47,7 +47,7 @@ function hostOf(url: string): string | null {
  * `Sec-Fetch-Site`, else `Referer`. A request with none of them is no browser's cross-site request (curl, a
  * script with the token) and goes on to the token check like any other.
  */
-function crossSiteReason(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string | null {
+export function crossSiteReason(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string | null {
   const own = hostOf(`http://${c.req.header('host') ?? ''}`);
   const origin = c.req.header('origin');
   if (origin !== undefined) {
@@ -61,6 +61,14 @@ function crossSiteReason(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string | 
   return null;
 }
 
+/** The headers of every operator page: its content policy, no framing by anyone, no sniffing, no referrer out. */
+export function pageHeaders(c: Parameters<MiddlewareHandler<AppEnv>>[0], policy: string): void {
+  c.header('Content-Security-Policy', policy);
+  c.header('X-Frame-Options', 'DENY');
+  c.header('X-Content-Type-Options', 'nosniff');
+  c.header('Referrer-Policy', 'same-origin');
+}
+
 /**
  * In front of the dashboard, before the operator token is checked. Browsers keep Basic credentials and send
  * them with requests any page makes, and Bull Board reads a `text/plain` form body as JSON: so a request
@@ -69,10 +77,7 @@ function crossSiteReason(c: Parameters<MiddlewareHandler<AppEnv>>[0]): string | 
  * font CDN is replaced by the fonts this service serves itself.
  */
 export const dashboardGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
-  c.header('Content-Security-Policy', CONTENT_SECURITY_POLICY);
-  c.header('X-Frame-Options', 'DENY');
-  c.header('X-Content-Type-Options', 'nosniff');
-  c.header('Referrer-Policy', 'same-origin');
+  pageHeaders(c, CONTENT_SECURITY_POLICY);
   if (STATE_CHANGING.has(c.req.method)) {
     const reason = crossSiteReason(c);
     if (reason) {

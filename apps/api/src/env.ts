@@ -5,6 +5,7 @@ import type { Database } from '@stampcard/db';
 import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
 import type { Redis } from 'ioredis';
+import type { ConsoleSession } from './console/session';
 import type { RateLimiter } from './limits/limiter';
 
 /** Everything the API needs, built once at start (tests build their own). */
@@ -31,6 +32,12 @@ export type Deps = {
    * @defaultValue 1000
    */
   webhookBacklogBatch?: number;
+  /**
+   * Mark the console's session cookie `Secure` (sent over HTTPS only); false where the service is served over
+   * plain HTTP to a browser on another machine, as in development (`NODE_ENV=development`).
+   * @defaultValue true
+   */
+  secureCookies?: boolean;
   /**
    * `supportUrl` of error bodies.
    * @defaultValue the errors section of this service's docs page, `<origin>/v1/docs#errors`
@@ -84,6 +91,8 @@ export type AppEnv = {
     trigger: TriggerOptions;
     requestId: string;
     principal: Principal;
+    /** Set on console requests once their session cookie was verified. */
+    consoleSession?: ConsoleSession;
     accountId?: string;
     /**
      * Set by a route once its durable write committed: the answer to give if the request deadline passes

@@ -1,15 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import { notAuthorized } from '@stampcard/core';
 import type { MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { errorResponse } from '../errors';
+import { sameSecret } from '../lib/same-secret';
 import { bearerToken } from './auth';
-
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
-}
 
 /**
  * The operator API and dashboard: `Authorization: Bearer <OPERATOR_TOKEN>`. With `basic: true` (pages a
@@ -24,7 +18,7 @@ export function operatorAuth(opts: { basic?: boolean } = {}): MiddlewareHandler<
       const decoded = Buffer.from(header.slice(6), 'base64').toString();
       given = decoded.slice(decoded.indexOf(':') + 1);
     }
-    if (given && same(given, token)) return next();
+    if (given && sameSecret(given, token)) return next();
     if (opts.basic) {
       return errorResponse(
         c,

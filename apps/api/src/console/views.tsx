@@ -1,0 +1,241 @@
+/** @jsxImportSource hono/jsx */
+import type { OperationsOverview } from '@stampcard/core';
+import type { QueueCounts } from '@stampcard/jobs';
+import type { Child } from 'hono/jsx';
+import { QUEUE_DASHBOARD_PATH } from '../dashboard';
+import { ASSETS_PATH } from './assets';
+
+export const CONSOLE_PATH = '/console';
+export const SIGN_IN_PATH = `${CONSOLE_PATH}/sign-in`;
+export const SIGN_OUT_PATH = `${CONSOLE_PATH}/sign-out`;
+export const OVERVIEW_FRAGMENT_PATH = `${CONSOLE_PATH}/overview`;
+/** The form field (or `X-CSRF-Token` header) every state-changing console request carries. */
+export const CSRF_FIELD = '_csrf';
+
+/** The pages the nav links to: only pages that exist. */
+type Section = 'overview';
+
+/** htmx's settings (read from this meta element: the page runs no inline script). */
+const HTMX_CONFIG = JSON.stringify({ includeIndicatorCSS: false, mode: 'same-origin', history: false });
+
+function Document(props: { title: string; children: Child }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="htmx-config" content={HTMX_CONFIG} />
+        <title>{`${props.title} · Stampcard console`}</title>
+        <link rel="stylesheet" href={`${ASSETS_PATH}/uplot.min.css`} />
+        <link rel="stylesheet" href={`${ASSETS_PATH}/console.css`} />
+        <script src={`${ASSETS_PATH}/htmx.min.js`} defer />
+        <script src={`${ASSETS_PATH}/uplot.min.js`} defer />
+        <script src={`${ASSETS_PATH}/console.js`} defer />
+      </head>
+      <body>{props.children}</body>
+    </html>
+  );
+}
+
+/** Every signed-in page: a skip link, the nav (with sign-out, a CSRF-carrying form), the page's main. */
+export function Layout(props: { title: string; current: Section; csrf: string; children: Child }) {
+  const link = (section: Section, href: string, label: string) => (
+    <li>
+      <a href={href} aria-current={props.current === section ? 'page' : undefined}>
+        {label}
+      </a>
+    </li>
+  );
+  return (
+    <Document title={props.title}>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <span class="brand">Stampcard console</span>
+        <nav aria-label="Console">
+          <ul>
+            {link('overview', CONSOLE_PATH, 'Overview')}
+            <li>
+              <a href={QUEUE_DASHBOARD_PATH}>Queues (Bull Board)</a>
+            </li>
+          </ul>
+        </nav>
+        <form method="post" action={SIGN_OUT_PATH}>
+          <input type="hidden" name={CSRF_FIELD} value={props.csrf} />
+          <button type="submit" class="link">
+            Sign out
+          </button>
+        </form>
+      </header>
+      <main id="main">{props.children}</main>
+    </Document>
+  );
+}
+
+export function SignInPage(props: { error?: string }) {
+  return (
+    <Document title="Sign in">
+      <main id="main">
+        <h1>Sign in to the Stampcard console</h1>
+        <p class="muted">Operators sign in with the service's operator token (OPERATOR_TOKEN).</p>
+        {props.error ? (
+          <p class="error" role="alert">
+            {props.error}
+          </p>
+        ) : null}
+        <form class="sign-in" method="post" action={SIGN_IN_PATH}>
+          <label for="token">Operator token</label>
+          <input
+            id="token"
+            name="token"
+            type="password"
+            autocomplete="current-password"
+            required
+            aria-invalid={props.error ? 'true' : undefined}
+          />
+          <button type="submit">Sign in</button>
+        </form>
+      </main>
+    </Document>
+  );
+}
+
+export type OverviewData = { queues: QueueCounts[]; ops: OperationsOverview };
+
+const ms = (v: number | null) => (v === null ? '–' : `${v} ms`);
+
+/** The overview's figures: what the page shows first and what it polls every 5 s. */
+export function OverviewFragment({ queues, ops }: OverviewData) {
+  const last = ops.minutes.at(-1)!;
+  const chart = {
+    t: ops.minutes.map((m) => m.at / 1000),
+    accepted: ops.minutes.map((m) => m.accepted),
+    applied: ops.minutes.map((m) => m.applied),
+    delivered: ops.minutes.map((m) => m.delivered),
+    failed: ops.minutes.map((m) => m.failed),
+    throttled: ops.minutes.map((m) => m.throttled),
+  };
+  const card = (id: string, label: string, value: string | number, extra?: string) => (
+    <div>
+      <dt>{label}</dt>
+      <dd id={id} class={extra}>
+        {value}
+      </dd>
+    </div>
+  );
+  return (
+    <>
+      <h2>Last hour</h2>
+      <dl class="cards">
+        {card('accepted-hour', 'Actions accepted', ops.totals.accepted)}
+        {card('applied-hour', 'Actions applied', ops.totals.applied)}
+        {card('delivered-hour', 'Deliveries OK', ops.totals.delivered)}
+        {card('failed-hour', 'Deliveries failed', ops.totals.failed, ops.totals.failed ? 'bad' : undefined)}
+        {card('throttled-hour', 'Deliveries throttled', ops.totals.throttled)}
+        {card('latency-p50', 'Delivery latency p50', ms(ops.latency.p50Ms))}
+        {card('latency-p99', 'Delivery latency p99', ms(ops.latency.p99Ms))}
+      </dl>
+      <h2>This minute</h2>
+      <dl class="cards">
+        {card('accepted-minute', 'Accepted', last.accepted)}
+        {card('applied-minute', 'Applied', last.applied)}
+        {card('delivered-minute', 'Delivered', last.delivered)}
+        {card('failed-minute', 'Failed', last.failed)}
+      </dl>
+      <div class="table-wrap">
+        <table id="queues">
+          <caption>Queues</caption>
+          <thead>
+            <tr>
+              <th scope="col">Queue</th>
+              <th scope="col" class="n">
+                Waiting
+              </th>
+              <th scope="col" class="n">
+                Active
+              </th>
+              <th scope="col" class="n">
+                Delayed
+              </th>
+              <th scope="col" class="n">
+                Failed
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {queues.map((q) => (
+              <tr data-queue={q.name}>
+                <th scope="row">{q.name}</th>
+                <td class="n">{q.waiting}</td>
+                <td class="n">{q.active}</td>
+                <td class="n">{q.delayed}</td>
+                <td class={q.failed ? 'n bad' : 'n'}>{q.failed}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <h2>Endpoints failing now</h2>
+      {ops.failingEndpoints.length === 0 ? (
+        <p id="failing-none">None: every endpoint's last delivery succeeded.</p>
+      ) : (
+        <div class="table-wrap">
+          <table id="failing">
+            <caption class="muted">Oldest failure first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Endpoint</th>
+                <th scope="col">Campaign</th>
+                <th scope="col">Failing since</th>
+                <th scope="col">State</th>
+              </tr>
+            </thead>
+            <tbody>
+              {ops.failingEndpoints.map((e) => (
+                <tr>
+                  <th scope="row">{e.url}</th>
+                  <td>{e.campaignId}</td>
+                  <td>
+                    <time datetime={e.failingSince.toISOString()}>{e.failingSince.toISOString()}</time>
+                  </td>
+                  <td class="bad">{e.enabled ? 'retrying' : 'disabled'}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <div id="overview-data" hidden data-chart={JSON.stringify(chart)} />
+    </>
+  );
+}
+
+export function OverviewPage(props: OverviewData & { csrf: string }) {
+  return (
+    <Layout title="Overview" current="overview" csrf={props.csrf}>
+      <h1>Overview</h1>
+      <p class="muted">
+        Refreshes every 5 seconds. Jobs one by one:{' '}
+        <a href={QUEUE_DASHBOARD_PATH}>open the queue dashboard</a>.
+      </p>
+      <figure>
+        <div
+          id="overview-chart"
+          role="img"
+          aria-label="Actions accepted and applied, and webhook deliveries by outcome, per minute over the last hour"
+        />
+        <figcaption class="muted">Per minute, last hour (figures below).</figcaption>
+      </figure>
+      <section
+        id="overview"
+        aria-live="polite"
+        aria-label="Figures"
+        hx-get={OVERVIEW_FRAGMENT_PATH}
+        hx-trigger="every 5s"
+      >
+        <OverviewFragment queues={props.queues} ops={props.ops} />
+      </section>
+    </Layout>
+  );
+}

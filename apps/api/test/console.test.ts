@@ -1,0 +1,228 @@
+import { createStampcardClient } from '@stampcard/client';
+import { describe, expect, it } from 'vitest';
+import { client, eventually, operatorProgram, overHttp } from '../../../test/support/client';
+import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { useReceivers } from '../../../test/support/receiver';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
+import { newSession, SESSION_TTL_SECONDS } from '../src/console/session';
+
+/**
+ * The operator console's handlers against the running service (API over HTTP, worker, dispatcher, real
+ * PostgreSQL and Redis): sign-in and its cookie, pages refused without a session, CSRF and other sites
+ * refused, sign-out, and the overview's figures after real actions and deliveries.
+ */
+const stack = useTestStack({ http: true, dispatcher: true });
+const startReceiver = useReceivers();
+
+const url = (path: string) => `${stack.baseUrl}${path}`;
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+async function signIn(token = OPERATOR_TOKEN) {
+  return fetch(url('/console/sign-in'), {
+    method: 'POST',
+    headers: FORM,
+    body: form({ token }),
+    redirect: 'manual',
+  });
+}
+
+/** The `name=value` of a signed-in session's cookie, and its CSRF token as the page's sign-out form has it. */
+async function session() {
+  const res = await signIn();
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await fetch(url('/console'), { headers: { cookie } });
+  expect(page.status).toBe(200);
+  const csrf = (await page.text()).match(/name="_csrf" value="([^"]+)"/)![1]!;
+  return { cookie, csrf };
+}
+
+const figure = (html: string, id: string) => html.match(new RegExp(`id="${id}"[^>]*>([^<]*)<`))?.[1];
+
+describe('signing in to the console', () => {
+  it('refuses a wrong token with 401 and sets no cookie; an empty one is a 400', async () => {
+    const wrong = await signIn('op_not_the_token');
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('set-cookie')).toBeNull();
+    expect(await wrong.text()).toContain('That is not the operator token.');
+    const empty = await signIn('');
+    expect(empty.status).toBe(400);
+    expect(empty.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('with the token sets an HttpOnly, Secure, SameSite=Strict session cookie on /console that is not the token', async () => {
+    const res = await signIn();
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console');
+    const cookie = res.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^stampcard_console=v1\.\d+\.[\w-]+\.[\w-]+;/);
+    expect(cookie).toContain('HttpOnly');
+    expect(cookie).toContain('Secure');
+    expect(cookie).toContain('SameSite=Strict');
+    expect(cookie).toContain('Path=/console');
+    expect(cookie).toContain(`Max-Age=${SESSION_TTL_SECONDS}`);
+    expect(cookie).not.toContain(OPERATOR_TOKEN);
+  });
+
+  it('refuses pages without a session: a redirect for the browser, 401 for htmx', async () => {
+    const page = await fetch(url('/console'), { redirect: 'manual' });
+    expect(page.status).toBe(303);
+    expect(page.headers.get('location')).toBe('/console/sign-in');
+    const fragment = await fetch(url('/console/overview'), { headers: { 'hx-request': 'true' } });
+    expect(fragment.status).toBe(401);
+    expect(fragment.headers.get('hx-redirect')).toBe('/console/sign-in');
+    expect(await fragment.json()).toMatchObject({ code: 'AUTHENTICATION_REQUIRED', status: 401 });
+  });
+
+  it("refuses a tampered, expired, or other token's session", async () => {
+    const { cookie } = await session();
+    const tampered = cookie.replace(/\.(\d+)\./, (_, exp: string) => `.${Number(exp) + 1000}.`);
+    const expired = newSession(OPERATOR_TOKEN, new Date(Date.now() - (SESSION_TTL_SECONDS + 1) * 1000)).value;
+    const other = newSession('op_another_services_token', new Date()).value;
+    for (const value of [
+      tampered,
+      `stampcard_console=${expired}`,
+      `stampcard_console=${other}`,
+      'stampcard_console=x',
+    ]) {
+      const res = await fetch(url('/console'), { headers: { cookie: value }, redirect: 'manual' });
+      expect(res.status, value).toBe(303);
+    }
+  });
+
+  it('forbids framing and inline script on every page', async () => {
+    const { cookie } = await session();
+    for (const [path, headers] of [
+      ['/console/sign-in', {}],
+      ['/console', { cookie }],
+    ] as const) {
+      const res = await fetch(url(path), { headers });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('x-frame-options')).toBe('DENY');
+      const csp = res.headers.get('content-security-policy')!;
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).not.toContain('unsafe-inline');
+      expect(await res.text()).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    }
+  });
+
+  it('serves htmx and uPlot from their npm packages, nothing for an unknown file', async () => {
+    const htmx = await fetch(url('/console/assets/htmx.min.js'));
+    expect(htmx.status).toBe(200);
+    expect(htmx.headers.get('content-type')).toContain('text/javascript');
+    expect(await htmx.text()).toContain('4.0.1');
+    expect((await fetch(url('/console/assets/uplot.min.js'))).status).toBe(200);
+    const missing = await fetch(url('/console/assets/..%2Fpackage.json'));
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('state-changing console requests', () => {
+  it('are refused without the CSRF token or with a wrong one, and from another site', async () => {
+    const { cookie, csrf } = await session();
+    const signOut = (body: string, headers: Record<string, string> = {}) =>
+      fetch(url('/console/sign-out'), {
+        method: 'POST',
+        headers: { ...FORM, cookie, ...headers },
+        body,
+        redirect: 'manual',
+      });
+    const none = await signOut('');
+    expect(none.status).toBe(403);
+    expect(await none.json()).toMatchObject({ code: 'NOT_AUTHORIZED' });
+    expect((await signOut(form({ _csrf: `${csrf}x` }))).status).toBe(403);
+    // Another session's token is not this one's.
+    const other = await session();
+    expect((await signOut(form({ _csrf: other.csrf }))).status).toBe(403);
+    const crossSite = await signOut(form({ _csrf: csrf }), { origin: 'http://evil.example' });
+    expect(crossSite.status).toBe(403);
+    expect(await crossSite.text()).toContain('another site');
+    const fetchedCrossSite = await signOut(form({ _csrf: csrf }), { 'sec-fetch-site': 'cross-site' });
+    expect(fetchedCrossSite.status).toBe(403);
+    const signInCrossSite = await fetch(url('/console/sign-in'), {
+      method: 'POST',
+      headers: { ...FORM, origin: 'http://evil.example' },
+      body: form({ token: OPERATOR_TOKEN }),
+    });
+    expect(signInCrossSite.status).toBe(403);
+    expect(signInCrossSite.headers.get('set-cookie')).toBeNull();
+  });
+
+  it('signs out with the CSRF token (the header works too): the cookie is cleared', async () => {
+    const { cookie, csrf } = await session();
+    const res = await fetch(url('/console/sign-out'), {
+      method: 'POST',
+      headers: { ...FORM, cookie },
+      body: form({ _csrf: csrf }),
+      redirect: 'manual',
+    });
+    expect(res.status).toBe(303);
+    expect(res.headers.get('location')).toBe('/console/sign-in');
+    expect(res.headers.get('set-cookie')).toMatch(/^stampcard_console=;.*Max-Age=0/);
+    const viaHeader = await session();
+    const again = await fetch(url('/console/sign-out'), {
+      method: 'POST',
+      headers: { cookie: viaHeader.cookie, 'x-csrf-token': viaHeader.csrf },
+      redirect: 'manual',
+    });
+    expect(again.status).toBe(303);
+  });
+});
+
+describe('the overview', () => {
+  it('counts actions accepted and applied, deliveries and their latency, the queues and a failing endpoint', async () => {
+    const { cookie } = await session();
+    const fragment = async () => {
+      const res = await fetch(url('/console/overview'), { headers: { cookie, 'hx-request': 'true' } });
+      expect(res.status).toBe(200);
+      return res.text();
+    };
+    const before = await fragment();
+    const accepted0 = Number(figure(before, 'accepted-hour'));
+    const applied0 = Number(figure(before, 'applied-hour'));
+    expect(before).toContain('data-queue=');
+
+    const op = client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
+    const p = await operatorProgram(op, {
+      rateLimits: TEST_RATE_LIMITS,
+      reward: { conversionsRequired: 100 },
+    });
+    const ok = await startReceiver();
+    const failing = await startReceiver(() => ({ status: 500 }));
+    for (const r of [ok, failing]) {
+      const res = await op.post(`/admin/v1/campaigns/${p.campaignId}/webhook-endpoints`, {
+        url: r.url,
+        eventTypes: ['LOYALTY_ACTION_APPLIED'],
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+    }
+    const api = createStampcardClient({ baseUrl: stack.baseUrl!, apiKey: p.key });
+    for (let i = 0; i < 3; i++) {
+      const res = await api.POST('/v1/campaign/{id}/loyalty-action', {
+        params: { path: { id: p.campaignId }, query: { wait: 'true' } },
+        body: { participantEmail: uniqueEmail('ov'), rewardId: p.rewardId },
+      });
+      expect(res.data?.action.status).toBe('APPLIED');
+    }
+    await ok.waitFor(3);
+    await failing.waitFor(3);
+
+    const after = await eventually(
+      fragment,
+      (html) => Number(figure(html, 'delivered-hour')) >= 3 && html.includes(failing.url),
+    );
+    expect(Number(figure(after, 'accepted-hour'))).toBe(accepted0 + 3);
+    expect(Number(figure(after, 'applied-hour'))).toBe(applied0 + 3);
+    expect(Number(figure(after, 'accepted-minute'))).toBeGreaterThanOrEqual(1);
+    expect(Number(figure(after, 'failed-hour'))).toBeGreaterThanOrEqual(1);
+    expect(figure(after, 'latency-p50')).toMatch(/^\d+ ms$/);
+    expect(figure(after, 'latency-p99')).toMatch(/^\d+ ms$/);
+    // The failing receiver is listed, the healthy one is not.
+    expect(after).not.toContain(`>${ok.url}<`);
+    const chart = JSON.parse(after.match(/data-chart="([^"]+)"/)![1]!.replaceAll('&quot;', '"'));
+    expect(chart.t).toHaveLength(60);
+    expect(chart.accepted.reduce((a: number, b: number) => a + b, 0)).toBe(accepted0 + 3);
+  }, 60_000);
+});

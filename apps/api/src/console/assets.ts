@@ -69,7 +69,8 @@ h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
 .cards div { border: 1px solid var(--line); border-radius: 6px; padding: .6rem .8rem; }
 .cards dt { color: var(--muted); font-size: .875rem; }
 .cards dd { margin: 0; font-size: 1.5rem; font-weight: 600; font-variant-numeric: tabular-nums; }
-.table-wrap { overflow-x: auto; }
+.table-wrap { overflow-x: auto; margin-top: 1.25rem; }
+figure { margin: 0; }
 table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }
 caption { text-align: left; font-weight: 600; padding: .25rem 0; }
 th, td { text-align: left; padding: .35rem .6rem; border-bottom: 1px solid var(--line); }
@@ -79,7 +80,10 @@ td.n, th.n { text-align: right; }
 form.sign-in { max-width: 26rem; display: grid; gap: .75rem; }
 form.sign-in input { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 100%; }
 .error { color: var(--bad); border: 1px solid var(--bad); padding: .5rem .75rem; border-radius: 4px; }
-@media (max-width: 600px) { main { padding: .75rem; } header.top { padding: .6rem .75rem; } }
+@media (max-width: 600px) {
+  main { padding: .75rem; } header.top { padding: .6rem .75rem; }
+  table { font-size: .875rem; } th, td { padding: .3rem .3rem; }
+}
 `;
 
 type Asset = { type: string; body: () => Promise<string> };

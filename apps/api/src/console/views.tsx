@@ -143,7 +143,7 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
         {card('delivered-minute', 'Delivered', last.delivered)}
         {card('failed-minute', 'Failed', last.failed)}
       </dl>
-      <div class="table-wrap">
+      <section class="table-wrap" tabindex={0} aria-label="Queues">
         <table id="queues">
           <caption>Queues</caption>
           <thead>
@@ -175,12 +175,12 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
             ))}
           </tbody>
         </table>
-      </div>
+      </section>
       <h2>Endpoints failing now</h2>
       {ops.failingEndpoints.length === 0 ? (
-        <p id="failing-none">None: every endpoint's last delivery succeeded.</p>
+        <p id="failing-none">None.</p>
       ) : (
-        <div class="table-wrap">
+        <section class="table-wrap" tabindex={0} aria-label="Endpoints failing now">
           <table id="failing">
             <caption class="muted">Oldest failure first</caption>
             <thead>
@@ -204,7 +204,7 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
               ))}
             </tbody>
           </table>
-        </div>
+        </section>
       )}
       <div id="overview-data" hidden data-chart={JSON.stringify(chart)} />
     </>

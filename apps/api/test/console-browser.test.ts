@@ -1,0 +1,214 @@
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createStampcardClient } from '@stampcard/client';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { client, operatorProgram, overHttp } from '../../../test/support/client';
+import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { OPERATOR_TOKEN } from '../../../test/support/stack';
+import { useTestStack } from '../../../test/support/use';
+
+/**
+ * The operator console in a real browser (Debian's Chromium, driven by playwright-core) against the service
+ * served on a local port with its worker: sign in, watch the overview's counters move as actions arrive
+ * through the typed client, sign out; axe-core; another site's page that frames it or posts to it. The
+ * overview's screenshots in docs/screenshots/ are taken here.
+ */
+const stack = useTestStack({ http: true });
+
+const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+
+let browser: Browser;
+let other: Server;
+let otherOrigin = '';
+let api = '';
+const pages = new Map<string, string>();
+
+beforeAll(async () => {
+  api = stack.baseUrl!;
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
+  other = createServer((req, res) => {
+    const page = pages.get(req.url ?? '');
+    res.writeHead(page ? 200 : 404, { 'content-type': 'text/html' }).end(page ?? 'not found');
+  });
+  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+  // localhost, not 127.0.0.1: another origin and another site for the browser.
+  otherOrigin = `http://localhost:${(other.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => other?.close(() => resolve()));
+});
+
+/** Signs in through the form, as an operator does: the console's first page is the sign-in page. */
+async function signIn(page: Page) {
+  await page.goto(`${api}/console`);
+  expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+  await page.getByLabel('Operator token').fill(OPERATOR_TOKEN);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+}
+
+const figure = async (page: Page, id: string) => Number(await page.locator(`#${id}`).textContent());
+
+async function withContext<T>(
+  opts: Parameters<Browser['newContext']>[0],
+  run: (c: BrowserContext) => Promise<T>,
+) {
+  const context = await browser.newContext(opts);
+  try {
+    return await run(context);
+  } finally {
+    await context.close();
+  }
+}
+
+describe('the operator console in a browser', () => {
+  it('signs in, shows the overview moving as actions arrive, and signs out', async () => {
+    await withContext({ viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      const requested: string[] = [];
+      const refused: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      page.on('console', (m) => {
+        if (m.type() === 'error') refused.push(m.text());
+      });
+      // A wrong token first: the form says so, and nothing is signed in.
+      await page.goto(`${api}/console/sign-in`);
+      await page.getByLabel('Operator token').fill('op_wrong');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('alert').getByText('That is not the operator token.').waitFor();
+      await signIn(page);
+
+      const cookie = (await context.cookies()).find((c) => c.name === 'stampcard_console')!;
+      expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
+      // The chart is drawn (uPlot's canvas) and the queues are listed.
+      await page.locator('#overview-chart canvas').first().waitFor();
+      await expect.poll(() => page.locator('#queues tbody tr').count()).toBe(stack.deps.queues.all.length);
+
+      const accepted = await figure(page, 'accepted-hour');
+      const applied = await figure(page, 'applied-hour');
+      const op = client(overHttp(api), OPERATOR_TOKEN);
+      const p = await operatorProgram(op, {
+        rateLimits: TEST_RATE_LIMITS,
+        reward: { conversionsRequired: 100 },
+      });
+      const typed = createStampcardClient({ baseUrl: api, apiKey: p.key });
+      for (let i = 0; i < 4; i++) {
+        const res = await typed.POST('/v1/campaign/{id}/loyalty-action', {
+          params: { path: { id: p.campaignId }, query: { wait: 'true' } },
+          body: { participantEmail: uniqueEmail('browser'), rewardId: p.rewardId },
+        });
+        expect(res.data?.action.status).toBe('APPLIED');
+      }
+      // No reload: the page polls its figures every 5 s.
+      await expect
+        .poll(() => figure(page, 'accepted-hour'), { timeout: 15_000, interval: 500 })
+        .toBe(accepted + 4);
+      expect(await figure(page, 'applied-hour')).toBe(applied + 4);
+      expect(new URL(page.url()).pathname).toBe('/console');
+      await page.locator('#overview-chart canvas').first().waitFor();
+
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}console-overview-1280.png`, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.waitForTimeout(300);
+      // Readable at 390 px: nothing wider than the window but the tables' own scrolling boxes.
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: `${SCREENSHOTS}console-overview-390.png`, fullPage: true });
+
+      // Keyboard: the skip link comes first, then the nav.
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate('document.activeElement.textContent')).toBe('Skip to content');
+      await page.keyboard.press('Tab');
+      expect(await page.evaluate('document.activeElement.textContent')).toBe('Overview');
+
+      const foreign = requested.filter((u) => !u.startsWith(`${api}/`) && !u.startsWith('data:'));
+      expect(foreign).toEqual([]);
+      expect(refused.filter((m) => /Content Security Policy|Refused to/i.test(m))).toEqual([]);
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { level: 1, name: /Sign in/ }).waitFor();
+      expect((await context.cookies()).some((c) => c.name === 'stampcard_console')).toBe(false);
+      await page.goto(`${api}/console`);
+      expect(new URL(page.url()).pathname).toBe('/console/sign-in');
+    });
+  }, 90_000);
+
+  it('has no serious or critical axe-core violation on the sign-in page and the overview', async () => {
+    // axe is injected as a script of the page: this profile lets it past the page's own policy.
+    await withContext({ bypassCSP: true }, async (context) => {
+      const page = await context.newPage();
+      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+      const check = async () => {
+        await page.addScriptTag({ path: axe });
+        return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+          id: string;
+          impact: string;
+        }[];
+      };
+      const serious = (v: { impact: string }[]) =>
+        v.filter((x) => x.impact === 'serious' || x.impact === 'critical');
+      await page.goto(`${api}/console/sign-in`);
+      expect(serious(await check())).toEqual([]);
+      await signIn(page);
+      await page.locator('#overview-chart canvas').first().waitFor();
+      expect(serious(await check())).toEqual([]);
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(serious(await check())).toEqual([]);
+    });
+  }, 60_000);
+
+  it('cannot be framed by a page of another site', async () => {
+    pages.set(
+      '/frame',
+      `<!doctype html><title>other</title><iframe id="f" src="${api}/console/sign-in"></iframe>`,
+    );
+    await withContext({}, async (context) => {
+      const page = await context.newPage();
+      const answers: number[] = [];
+      page.on('response', (r) => {
+        if (r.url() === `${api}/console/sign-in`) answers.push(r.status());
+      });
+      await page.goto(`${otherOrigin}/frame`, { waitUntil: 'load' });
+      // The API answered the frame's request, and the browser refused to show what it answered.
+      expect(answers).toEqual([200]);
+      expect(await page.frameLocator('#f').getByLabel('Operator token').count()).toBe(0);
+    });
+  }, 60_000);
+
+  it('refuses a form another site posts to sign the operator out, and the session stays', async () => {
+    pages.set(
+      '/sign-out',
+      `<!doctype html><title>other</title>
+       <form id="f" method="POST" action="${api}/console/sign-out"><input type="hidden" name="_csrf" value="guess"></form>
+       <script>document.getElementById('f').submit()</script>`,
+    );
+    await withContext({}, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      const posted = page.waitForResponse((r) => r.url() === `${api}/console/sign-out`);
+      await page.goto(`${otherOrigin}/sign-out`);
+      const res = await posted;
+      expect(res.status()).toBe(403);
+      expect(await res.json()).toMatchObject({ code: 'NOT_AUTHORIZED' });
+      await page.goto(`${api}/console`);
+      await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    });
+  }, 60_000);
+});

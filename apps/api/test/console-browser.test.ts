@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createStampcardClient } from '@stampcard/client';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useBrowser } from '../../../test/support/browser';
 import { client, operatorProgram, overHttp } from '../../../test/support/client';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { useReceivers } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
@@ -17,41 +17,17 @@ import { useTestStack } from '../../../test/support/use';
  * through the typed client, sign out; axe-core; another site's page that frames it or posts to it. The
  * overview's screenshots in docs/screenshots/ are taken here.
  */
-const stack = useTestStack({ http: true });
+const stack = useTestStack({ http: true, dispatcher: true });
+const startReceiver = useReceivers();
 
 const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
 
-let browser: Browser;
-let other: Server;
-let otherOrigin = '';
+const site = useBrowser();
 let api = '';
-const pages = new Map<string, string>();
+const pages = site.pages;
 
-beforeAll(async () => {
+beforeAll(() => {
   api = stack.baseUrl!;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-  other = createServer((req, res) => {
-    const page = pages.get(req.url ?? '');
-    res.writeHead(page ? 200 : 404, { 'content-type': 'text/html' }).end(page ?? 'not found');
-  });
-  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
-  // localhost, not 127.0.0.1: another origin and another site for the browser.
-  otherOrigin = `http://localhost:${(other.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((resolve) => other?.close(() => resolve()));
 });
 
 /** Signs in through the form, as an operator does: the console's first page is the sign-in page. */
@@ -69,7 +45,7 @@ async function withContext<T>(
   opts: Parameters<Browser['newContext']>[0],
   run: (c: BrowserContext) => Promise<T>,
 ) {
-  const context = await browser.newContext(opts);
+  const context = await site.browser.newContext(opts);
   try {
     return await run(context);
   } finally {
@@ -107,6 +83,17 @@ describe('the operator console in a browser', () => {
         rateLimits: TEST_RATE_LIMITS,
         reward: { conversionsRequired: 100 },
       });
+      // Two receivers of the actions' webhooks: one answers 200, the other 500 (failing now).
+      const ok = await startReceiver();
+      const failing = await startReceiver(() => ({ status: 500 }));
+      for (const r of [ok, failing]) {
+        const res = await op.post(`/admin/v1/campaigns/${p.campaignId}/webhook-endpoints`, {
+          url: r.url,
+          eventTypes: ['LOYALTY_ACTION_APPLIED'],
+        });
+        expect(res.status, JSON.stringify(res.body)).toBe(200);
+      }
+      const delivered = await figure(page, 'delivered-hour');
       const typed = createStampcardClient({ baseUrl: api, apiKey: p.key });
       for (let i = 0; i < 4; i++) {
         const res = await typed.POST('/v1/campaign/{id}/loyalty-action', {
@@ -120,6 +107,12 @@ describe('the operator console in a browser', () => {
         .poll(() => figure(page, 'accepted-hour'), { timeout: 15_000, interval: 500 })
         .toBe(accepted + 4);
       expect(await figure(page, 'applied-hour')).toBe(applied + 4);
+      await ok.waitFor(4);
+      await expect
+        .poll(() => figure(page, 'delivered-hour'), { timeout: 15_000, interval: 500 })
+        .toBe(delivered + 4);
+      await page.locator('#failing').getByText(failing.url).waitFor({ timeout: 15_000 });
+      expect(await page.locator('#latency-p50').textContent()).toMatch(/^\d+ ms$/);
       expect(new URL(page.url()).pathname).toBe('/console');
       await page.locator('#overview-chart canvas').first().waitFor();
 
@@ -185,7 +178,7 @@ describe('the operator console in a browser', () => {
       page.on('response', (r) => {
         if (r.url() === `${api}/console/sign-in`) answers.push(r.status());
       });
-      await page.goto(`${otherOrigin}/frame`, { waitUntil: 'load' });
+      await page.goto(`${site.otherOrigin}/frame`, { waitUntil: 'load' });
       // The API answered the frame's request, and the browser refused to show what it answered.
       expect(answers).toEqual([200]);
       expect(await page.frameLocator('#f').getByLabel('Operator token').count()).toBe(0);
@@ -203,7 +196,7 @@ describe('the operator console in a browser', () => {
       const page = await context.newPage();
       await signIn(page);
       const posted = page.waitForResponse((r) => r.url() === `${api}/console/sign-out`);
-      await page.goto(`${otherOrigin}/sign-out`);
+      await page.goto(`${site.otherOrigin}/sign-out`);
       const res = await posted;
       expect(res.status()).toBe(403);
       expect(await res.json()).toMatchObject({ code: 'NOT_AUTHORIZED' });

@@ -1,8 +1,7 @@
-import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
-import { type Browser, type BrowserContext, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BrowserContext } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useBrowser } from '../../../test/support/browser';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
@@ -13,44 +12,19 @@ import { useTestStack } from '../../../test/support/use';
  */
 const stack = useTestStack({ http: true, worker: false });
 
-let browser: Browser;
-let other: Server;
-let otherOrigin = '';
+const site = useBrowser();
 let api = '';
 let queueName = '';
-const pages = new Map<string, string>();
+const pages = site.pages;
 
-beforeAll(async () => {
+beforeAll(() => {
   api = stack.baseUrl!;
   queueName = stack.deps.queues.all[0]!.name;
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  });
-  other = createServer((req, res) => {
-    const page = pages.get(req.url ?? '');
-    res.writeHead(page ? 200 : 404, { 'content-type': 'text/html' }).end(page ?? 'not found');
-  });
-  await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
-  // localhost, not 127.0.0.1: another origin and another site for the browser.
-  otherOrigin = `http://localhost:${(other.address() as AddressInfo).port}`;
-});
-afterAll(async () => {
-  await browser?.close();
-  await new Promise<void>((resolve) => other?.close(() => resolve()));
 });
 
 /** A browser profile that knows the operator's Basic credentials for the API, as one that signed in does. */
 async function signedIn(opts: { bypassCSP?: boolean } = {}): Promise<BrowserContext> {
-  return browser.newContext({
+  return site.browser.newContext({
     httpCredentials: { username: 'ops', password: OPERATOR_TOKEN, origin: api },
     ...opts,
   });
@@ -117,7 +91,7 @@ describe('the queue dashboard in a browser', () => {
       page.on('response', (r) => {
         if (r.url() === `${api}/admin/queues`) answers.push(r.status());
       });
-      await page.goto(`${otherOrigin}/frame`, { waitUntil: 'load' });
+      await page.goto(`${site.otherOrigin}/frame`, { waitUntil: 'load' });
       // The API answered the frame's request, and the browser refused to show what it answered.
       expect(answers.length).toBeGreaterThan(0);
       const child = page.frames().find((f) => f !== page.mainFrame());
@@ -145,7 +119,7 @@ describe('the queue dashboard in a browser', () => {
     try {
       const page = await context.newPage();
       const posted = page.waitForResponse((r) => r.url() === add && r.request().method() === 'POST');
-      await page.goto(`${otherOrigin}/form`);
+      await page.goto(`${site.otherOrigin}/form`);
       const res = await posted;
       expect(res.status()).toBe(403);
       expect(await res.json()).toMatchObject({ code: 'NOT_AUTHORIZED', status: 403 });

@@ -103,6 +103,9 @@ export function SignInPage(props: { error?: string }) {
 
 export type OverviewData = { queues: QueueCounts[]; ops: OperationsOverview };
 
+/** The queue table's columns, as `QueueCounts` names them in lower case. */
+const QUEUE_STATES = ['Waiting', 'Active', 'Delayed', 'Failed'] as const;
+
 const ms = (v: number | null) => (v === null ? '–' : `${v} ms`);
 
 /** The overview's figures: what the page shows first and what it polls every 5 s. */
@@ -149,28 +152,21 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
           <thead>
             <tr>
               <th scope="col">Queue</th>
-              <th scope="col" class="n">
-                Waiting
-              </th>
-              <th scope="col" class="n">
-                Active
-              </th>
-              <th scope="col" class="n">
-                Delayed
-              </th>
-              <th scope="col" class="n">
-                Failed
-              </th>
+              {QUEUE_STATES.map((state) => (
+                <th scope="col" class="n">
+                  {state}
+                </th>
+              ))}
             </tr>
           </thead>
           <tbody>
             {queues.map((q) => (
               <tr data-queue={q.name}>
                 <th scope="row">{q.name}</th>
-                <td class="n">{q.waiting}</td>
-                <td class="n">{q.active}</td>
-                <td class="n">{q.delayed}</td>
-                <td class={q.failed ? 'n bad' : 'n'}>{q.failed}</td>
+                {QUEUE_STATES.map((state) => {
+                  const n = q[state.toLowerCase() as Lowercase<typeof state>];
+                  return <td class={state === 'Failed' && n > 0 ? 'n bad' : 'n'}>{n}</td>;
+                })}
               </tr>
             ))}
           </tbody>

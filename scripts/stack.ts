@@ -135,6 +135,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     logger,
     operatorToken: config.OPERATOR_TOKEN,
     secureCookies: config.NODE_ENV !== 'development',
+    redisPrefix: config.QUEUE_PREFIX,
     cache: cache ?? undefined,
     applied: applied?.signal,
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,

@@ -33,6 +33,11 @@ export type Deps = {
    */
   webhookBacklogBatch?: number;
   /**
+   * Prefix of the Redis keys the API writes itself (`QUEUE_PREFIX`): the console's signed-out sessions.
+   * @defaultValue `stampcard`
+   */
+  redisPrefix?: string;
+  /**
    * Mark the console's session cookie `Secure` (sent over HTTPS only); false where the service is served over
    * plain HTTP to a browser on another machine, as in development (`NODE_ENV=development`).
    * @defaultValue true

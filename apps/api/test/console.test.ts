@@ -2,9 +2,11 @@ import { createStampcardClient } from '@stampcard/client';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, operatorProgram, overHttp } from '../../../test/support/client';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { queueDown } from '../../../test/support/queue-down';
 import { useReceivers } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
+import { createApp } from '../src/app';
 import { newSession, SESSION_TTL_SECONDS } from '../src/console/session';
 
 /**
@@ -161,6 +163,13 @@ describe('state-changing console requests', () => {
     expect(res.status).toBe(303);
     expect(res.headers.get('location')).toBe('/console/sign-in');
     expect(res.headers.get('set-cookie')).toMatch(/^stampcard_console=;.*Max-Age=0/);
+    // The session is over on the server too: a copy of the cookie kept from before is refused.
+    const copy = await fetch(url('/console'), { headers: { cookie }, redirect: 'manual' });
+    expect(copy.status).toBe(303);
+    expect(copy.headers.get('location')).toBe('/console/sign-in');
+    expect((await fetch(url('/console/sign-in'), { headers: { cookie }, redirect: 'manual' })).status).toBe(
+      200,
+    );
     const viaHeader = await session();
     const again = await fetch(url('/console/sign-out'), {
       method: 'POST',
@@ -168,6 +177,21 @@ describe('state-changing console requests', () => {
       redirect: 'manual',
     });
     expect(again.status).toBe(303);
+  });
+});
+
+describe('the console without Redis', () => {
+  it('answers 503, and lets nobody in, when the signed-out sessions cannot be read', async () => {
+    const { cookie } = await session();
+    const down = queueDown();
+    try {
+      const app = createApp({ ...stack.deps, redis: down.redis, queues: down.queues });
+      const res = await app.request('/console', { headers: { cookie } });
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ code: 'UNAVAILABLE' });
+    } finally {
+      await down.close();
+    }
   });
 });
 

@@ -11,10 +11,12 @@ import { consoleAsset } from './assets';
 import {
   csrfMatches,
   csrfToken,
+  isSignedOut,
   newSession,
   readSession,
   SESSION_COOKIE,
   SESSION_TTL_SECONDS,
+  signOut,
 } from './session';
 import { CONSOLE_PATH, CSRF_FIELD, OverviewFragment, OverviewPage, SIGN_IN_PATH, SignInPage } from './views';
 
@@ -61,6 +63,13 @@ const guard: MiddlewareHandler<AppEnv> = async (c, next) => {
   return undefined;
 };
 
+/** The request's session: its cookie's, valid, unexpired, and not signed out; else null. */
+async function currentSession(c: C) {
+  const { operatorToken, clock, redis } = c.get('deps');
+  const session = readSession(getCookie(c, SESSION_COOKIE), operatorToken, clock.now());
+  return session && !(await isSignedOut(redis, prefixOf(c), session)) ? session : null;
+}
+
 /**
  * The session cookie's signed session, or: a redirect to the sign-in page for a page the browser navigates
  * to, a 401 for htmx and form posts (with `HX-Redirect`, which htmx follows to the sign-in page). A
@@ -68,7 +77,7 @@ const guard: MiddlewareHandler<AppEnv> = async (c, next) => {
  */
 const requireSession: MiddlewareHandler<AppEnv> = async (c, next) => {
   const token = c.get('deps').operatorToken;
-  const session = readSession(getCookie(c, SESSION_COOKIE), token, c.get('deps').clock.now());
+  const session = await currentSession(c);
   if (!session) {
     if (!fromScript(c)) return c.redirect(SIGN_IN_PATH, 303);
     return errorResponse(
@@ -119,6 +128,8 @@ async function overviewData(c: C) {
   return { queues, ops };
 }
 
+const prefixOf = (c: C) => c.get('deps').redisPrefix ?? 'stampcard';
+
 const csrfOf = (c: C) => csrfToken(c.get('consoleSession')!, c.get('deps').operatorToken);
 
 /** The operator console under `/console`: sign-in, sign-out, the overview and its files. */
@@ -132,10 +143,8 @@ export function operatorConsole() {
     return c.body(asset.body, 200, { 'Content-Type': asset.type, 'Cache-Control': 'private, max-age=3600' });
   });
 
-  app.get('/sign-in', (c) => {
-    const { operatorToken, clock } = c.get('deps');
-    if (readSession(getCookie(c, SESSION_COOKIE), operatorToken, clock.now()))
-      return c.redirect(CONSOLE_PATH, 303);
+  app.get('/sign-in', async (c) => {
+    if (await currentSession(c)) return c.redirect(CONSOLE_PATH, 303);
     return c.html(<SignInPage />);
   });
 
@@ -155,7 +164,9 @@ export function operatorConsole() {
 
   app.use('*', requireSession);
 
-  app.post('/sign-out', (c) => {
+  app.post('/sign-out', async (c) => {
+    const { redis, clock } = c.get('deps');
+    await signOut(redis, prefixOf(c), c.get('consoleSession')!, clock.now());
     deleteCookie(c, SESSION_COOKIE, cookieOptions(c));
     return c.redirect(SIGN_IN_PATH, 303);
   });

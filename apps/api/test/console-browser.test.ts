@@ -167,6 +167,16 @@ describe('the operator console in a browser', () => {
     });
   }, 60_000);
 
+  it('goes to the sign-in page by itself when its session ends while it is open (the poll gets 401)', async () => {
+    await withContext({}, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await context.clearCookies();
+      await page.waitForURL(`${api}/console/sign-in`, { timeout: 12_000 });
+      await page.getByLabel('Operator token').waitFor();
+    });
+  }, 60_000);
+
   it('cannot be framed by a page of another site', async () => {
     pages.set(
       '/frame',

@@ -1,4 +1,6 @@
 import { createStampcardClient } from '@stampcard/client';
+import { OVERVIEW_STATEMENT_TIMEOUT_MS } from '@stampcard/core';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, operatorProgram, overHttp } from '../../../test/support/client';
 import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
@@ -251,4 +253,37 @@ describe('the overview', () => {
     expect(Number(figure(after, 'accepted-minute'))).toBe(chart.accepted.at(-1));
     expect(Number(figure(after, 'failed-minute'))).toBe(chart.failed.at(-1));
   }, 60_000);
+
+  it('gives up after its statement timeout when the ledger is locked: 503, in about a second', async () => {
+    const { cookie } = await session();
+    const holder = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+    let release!: () => void;
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    let locked!: () => void;
+    const isLocked = new Promise<void>((r) => {
+      locked = r;
+    });
+    const tx = holder.begin(async (sql) => {
+      await sql`lock table loyalty_actions in access exclusive mode`;
+      locked();
+      await held;
+    });
+    try {
+      await isLocked;
+      const started = Date.now();
+      const res = await fetch(url('/console/overview'), { headers: { cookie, 'hx-request': 'true' } });
+      const took = Date.now() - started;
+      expect(res.status).toBe(503);
+      expect(await res.json()).toMatchObject({ code: 'UNAVAILABLE' });
+      expect(took).toBeGreaterThanOrEqual(OVERVIEW_STATEMENT_TIMEOUT_MS - 50);
+      // Well before the pool's own 3 s statement and lock timeouts.
+      expect(took).toBeLessThan(2500);
+    } finally {
+      release();
+      await tx;
+      await holder.end();
+    }
+  });
 });

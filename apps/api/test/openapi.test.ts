@@ -71,7 +71,10 @@ const isProbe = (path: string) => !path.startsWith('/v1/') && !path.startsWith('
 
 /** The route paths, as Hono registered them, that are not operations of the API. */
 const notOperations = (path: string) =>
+  // Pages for browsers, not API operations: the queue dashboard, the console, the docs.
   path === '/admin/queues' ||
+  path === '/console' ||
+  path.startsWith('/console/') ||
   path.startsWith('/admin/queues/') ||
   path === OPENAPI_PATH ||
   path === DOCS_PATH ||

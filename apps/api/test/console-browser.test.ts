@@ -5,8 +5,9 @@ import { createStampcardClient } from '@stampcard/client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { useBrowser } from '../../../test/support/browser';
-import { client, operatorProgram, overHttp } from '../../../test/support/client';
-import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { client, overHttp } from '../../../test/support/client';
+import { programWithReceivers } from '../../../test/support/console';
+import { uniqueEmail } from '../../../test/support/factories';
 import { useReceivers } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
@@ -79,20 +80,9 @@ describe('the operator console in a browser', () => {
       const accepted = await figure(page, 'accepted-hour');
       const applied = await figure(page, 'applied-hour');
       const op = client(overHttp(api), OPERATOR_TOKEN);
-      const p = await operatorProgram(op, {
-        rateLimits: TEST_RATE_LIMITS,
-        reward: { conversionsRequired: 100 },
-      });
       // Two receivers of the actions' webhooks: one answers 200, the other 500 (failing now).
-      const ok = await startReceiver();
-      const failing = await startReceiver(() => ({ status: 500 }));
-      for (const r of [ok, failing]) {
-        const res = await op.post(`/admin/v1/campaigns/${p.campaignId}/webhook-endpoints`, {
-          url: r.url,
-          eventTypes: ['LOYALTY_ACTION_APPLIED'],
-        });
-        expect(res.status, JSON.stringify(res.body)).toBe(200);
-      }
+      const p = await programWithReceivers(op, startReceiver);
+      const { ok, failing } = p;
       const delivered = await figure(page, 'delivered-hour');
       const typed = createStampcardClient({ baseUrl: api, apiKey: p.key });
       for (let i = 0; i < 4; i++) {

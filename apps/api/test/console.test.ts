@@ -2,8 +2,9 @@ import { createStampcardClient } from '@stampcard/client';
 import { OVERVIEW_STATEMENT_TIMEOUT_MS } from '@stampcard/core';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
-import { client, eventually, operatorProgram, overHttp } from '../../../test/support/client';
-import { TEST_RATE_LIMITS, uniqueEmail } from '../../../test/support/factories';
+import { client, eventually, overHttp } from '../../../test/support/client';
+import { programWithReceivers } from '../../../test/support/console';
+import { uniqueEmail } from '../../../test/support/factories';
 import { queueDown } from '../../../test/support/queue-down';
 import { useReceivers } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
@@ -211,19 +212,9 @@ describe('the overview', () => {
     expect(before).toContain('data-queue=');
 
     const op = client(overHttp(stack.baseUrl!), OPERATOR_TOKEN);
-    const p = await operatorProgram(op, {
-      rateLimits: TEST_RATE_LIMITS,
-      reward: { conversionsRequired: 100 },
-    });
-    const ok = await startReceiver();
-    const failing = await startReceiver(() => ({ status: 500 }));
-    for (const r of [ok, failing]) {
-      const res = await op.post(`/admin/v1/campaigns/${p.campaignId}/webhook-endpoints`, {
-        url: r.url,
-        eventTypes: ['LOYALTY_ACTION_APPLIED'],
-      });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-    }
+    // Two receivers of the actions' webhooks: one answers 200, the other 500 (failing now).
+    const p = await programWithReceivers(op, startReceiver);
+    const { ok, failing } = p;
     const api = createStampcardClient({ baseUrl: stack.baseUrl!, apiKey: p.key });
     for (let i = 0; i < 3; i++) {
       const res = await api.POST('/v1/campaign/{id}/loyalty-action', {
@@ -256,22 +247,12 @@ describe('the overview', () => {
 
   it('gives up after its statement timeout when the ledger is locked: 503, in about a second', async () => {
     const { cookie } = await session();
+    // Another session holds the ledger locked for longer than the overview waits.
     const holder = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
-    let release!: () => void;
-    const held = new Promise<void>((r) => {
-      release = r;
-    });
-    let locked!: () => void;
-    const isLocked = new Promise<void>((r) => {
-      locked = r;
-    });
-    const tx = holder.begin(async (sql) => {
-      await sql`lock table loyalty_actions in access exclusive mode`;
-      locked();
-      await held;
-    });
+    const locker = await holder.reserve();
+    await locker`begin`;
+    await locker`lock table loyalty_actions in access exclusive mode`;
     try {
-      await isLocked;
       const started = Date.now();
       const res = await fetch(url('/console/overview'), { headers: { cookie, 'hx-request': 'true' } });
       const took = Date.now() - started;
@@ -281,8 +262,8 @@ describe('the overview', () => {
       // Well before the pool's own 3 s statement and lock timeouts.
       expect(took).toBeLessThan(2500);
     } finally {
-      release();
-      await tx;
+      await locker`rollback`;
+      locker.release();
       await holder.end();
     }
   });

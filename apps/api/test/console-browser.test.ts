@@ -1,5 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createStampcardClient } from '@stampcard/client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -16,12 +18,15 @@ import { useTestStack } from '../../../test/support/use';
  * The operator console in a real browser (Debian's Chromium, driven by playwright-core) against the service
  * served on a local port with its worker: sign in, watch the overview's counters move as actions arrive
  * through the typed client, sign out; axe-core; another site's page that frames it or posts to it. The
- * overview's screenshots in docs/screenshots/ are taken here.
+ * overview's screenshots are taken here: into a temporary folder, or with `UPDATE_SCREENSHOTS=1` into
+ * docs/screenshots/ (so a test run leaves the checkout as it was).
  */
 const stack = useTestStack({ http: true, dispatcher: true });
 const startReceiver = useReceivers();
 
-const SCREENSHOTS = fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url));
+const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
+  ? fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url))
+  : `${mkdtempSync(join(tmpdir(), 'stampcard-screenshots-'))}/`;
 
 const site = useBrowser();
 let api = '';

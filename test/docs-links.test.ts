@@ -8,7 +8,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Every Markdown file of the project's own: the root's, docs/, and each workspace's README. */
 function markdownFiles(): string[] {
   const found = readdirSync(ROOT).filter((f) => f.endsWith('.md'));
-  found.push(...readdirSync(join(ROOT, 'docs')).map((f) => `docs/${f}`));
+  found.push(
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  );
   for (const group of ['apps', 'packages']) {
     for (const dir of readdirSync(join(ROOT, group))) {
       if (existsSync(join(ROOT, group, dir, 'README.md'))) found.push(`${group}/${dir}/README.md`);

@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { type client, operatorProgram } from './client';
 import { TEST_RATE_LIMITS } from './factories';
 import type { startReceiver } from './receiver';
+import { OPERATOR_TOKEN } from './stack';
 
 /**
  * What the console's overview tests watch move: a program made through the operator API (a reward no action
@@ -23,4 +24,27 @@ export async function programWithReceivers(
     expect(res.status, JSON.stringify(res.body)).toBe(200);
   }
   return { ...p, ok, failing };
+}
+
+/** A console form post's content type. */
+export const CONSOLE_FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+
+/** Posts the console's sign-in form with `token`; the answer is not followed (its cookie and redirect show). */
+export function consoleSignIn(baseUrl: string, token = OPERATOR_TOKEN) {
+  return fetch(`${baseUrl}/console/sign-in`, {
+    method: 'POST',
+    headers: CONSOLE_FORM,
+    body: new URLSearchParams({ token }).toString(),
+    redirect: 'manual',
+  });
+}
+
+/** The `name=value` of a signed-in session's cookie, and its CSRF token as the page's sign-out form has it. */
+export async function consoleSession(baseUrl: string) {
+  const res = await consoleSignIn(baseUrl);
+  const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
+  const page = await fetch(`${baseUrl}/console`, { headers: { cookie } });
+  expect(page.status).toBe(200);
+  const csrf = (await page.text()).match(/name="_csrf" value="([^"]+)"/)![1]!;
+  return { cookie, csrf };
 }

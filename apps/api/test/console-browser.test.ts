@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { useBrowser } from '../../../test/support/browser';
 import { client, overHttp } from '../../../test/support/client';
 import { programWithReceivers } from '../../../test/support/console';
-import { uniqueEmail } from '../../../test/support/factories';
+import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useReceivers } from '../../../test/support/receiver';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
@@ -159,6 +159,51 @@ describe('the operator console in a browser', () => {
       expect(serious(await check())).toEqual([]);
       await page.setViewportSize({ width: 390, height: 844 });
       expect(serious(await check())).toEqual([]);
+    });
+  }, 60_000);
+
+  it('Team and keys: creates a key shown once and revokes it, with no serious axe-core violation at either width', async () => {
+    const w = await makeWorld(stack.ctx);
+    // axe is injected as a script of the page: this profile lets it past the page's own policy.
+    await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await page.getByRole('link', { name: 'Team and keys' }).click();
+      await page.getByRole('link', { name: w.account.name }).first().click();
+      await page.getByRole('heading', { level: 2, name: 'API keys' }).waitFor();
+      await page.getByLabel('New key for').selectOption(w.user.id);
+      await page.getByRole('button', { name: 'Create a key' }).click();
+      const key = (await page.locator('#new-key').textContent())!;
+      expect(key.length).toBeGreaterThan(20);
+      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+      const serious = async () => {
+        await page.addScriptTag({ path: axe });
+        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+          impact: string;
+        }[];
+        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
+      };
+      expect(await serious()).toEqual([]);
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}console-team-1280.png`, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await serious()).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: `${SCREENSHOTS}console-team-390.png`, fullPage: true });
+
+      // Revoke it: the page shows it revoked, and the API refuses it.
+      const prefix = key.slice(0, 9);
+      await page.getByRole('button', { name: `Revoke ${prefix}…` }).click();
+      await page
+        .getByText(/^revoked /)
+        .first()
+        .waitFor();
+      expect(await page.content()).not.toContain(key);
+      const use = await fetch(`${api}/v1/campaign/${w.campaign.id}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(use.status).toBe(403);
     });
   }, 60_000);
 

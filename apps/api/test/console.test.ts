@@ -3,7 +3,12 @@ import { OVERVIEW_STATEMENT_TIMEOUT_MS } from '@stampcard/core';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../../../test/support/client';
-import { programWithReceivers } from '../../../test/support/console';
+import {
+  CONSOLE_FORM,
+  consoleSession,
+  consoleSignIn,
+  programWithReceivers,
+} from '../../../test/support/console';
 import { uniqueEmail } from '../../../test/support/factories';
 import { queueDown } from '../../../test/support/queue-down';
 import { useReceivers } from '../../../test/support/receiver';
@@ -22,26 +27,9 @@ const startReceiver = useReceivers();
 
 const url = (path: string) => `${stack.baseUrl}${path}`;
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
-const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
-
-async function signIn(token = OPERATOR_TOKEN) {
-  return fetch(url('/console/sign-in'), {
-    method: 'POST',
-    headers: FORM,
-    body: form({ token }),
-    redirect: 'manual',
-  });
-}
-
-/** The `name=value` of a signed-in session's cookie, and its CSRF token as the page's sign-out form has it. */
-async function session() {
-  const res = await signIn();
-  const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
-  const page = await fetch(url('/console'), { headers: { cookie } });
-  expect(page.status).toBe(200);
-  const csrf = (await page.text()).match(/name="_csrf" value="([^"]+)"/)![1]!;
-  return { cookie, csrf };
-}
+const FORM = CONSOLE_FORM;
+const signIn = (token = OPERATOR_TOKEN) => consoleSignIn(stack.baseUrl!, token);
+const session = () => consoleSession(stack.baseUrl!);
 
 const figure = (html: string, id: string) => html.match(new RegExp(`id="${id}"[^>]*>([^<]*)<`))?.[1];
 

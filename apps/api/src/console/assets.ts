@@ -80,6 +80,11 @@ td.n, th.n { text-align: right; }
 form.sign-in { max-width: 26rem; display: grid; gap: .75rem; }
 form.sign-in input { font: inherit; padding: .45rem; border: 1px solid var(--muted); border-radius: 4px; width: 100%; }
 .error { color: var(--bad); border: 1px solid var(--bad); padding: .5rem .75rem; border-radius: 4px; }
+ul.plain { list-style: none; padding: 0; } ul.plain li { padding: .2rem 0; }
+form.inline { display: flex; flex-wrap: wrap; gap: .4rem .6rem; align-items: center; margin: .25rem 0; }
+form.inline input, form.inline select { font: inherit; padding: .3rem; border: 1px solid var(--muted); border-radius: 4px; max-width: 100%; }
+.notice { border: 1px solid var(--line); padding: .5rem .75rem; border-radius: 4px; margin: .75rem 0; }
+.notice code { word-break: break-all; }
 @media (max-width: 600px) {
   main { padding: .75rem; } header.top { padding: .6rem .75rem; }
   table { font-size: .875rem; } th, td { padding: .3rem .3rem; }

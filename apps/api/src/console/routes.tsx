@@ -18,6 +18,7 @@ import {
   SESSION_TTL_SECONDS,
   signOut,
 } from './session';
+import { registerTeam } from './team';
 import { CONSOLE_PATH, CSRF_FIELD, OverviewFragment, OverviewPage, SIGN_IN_PATH, SignInPage } from './views';
 
 /**
@@ -174,6 +175,8 @@ export function operatorConsole() {
   app.get('/', async (c) => c.html(<OverviewPage {...(await overviewData(c))} csrf={csrfOf(c)} />));
 
   app.get('/overview', async (c) => c.html(<OverviewFragment {...(await overviewData(c))} />));
+
+  registerTeam(app, { formOf, csrfOf });
 
   return app;
 }

@@ -1,3 +1,4 @@
+import { createApiKey } from '@stampcard/core';
 import { apiKeys, users } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -100,6 +101,24 @@ describe('the console: Team and keys', () => {
     expect(await wrongRole.text()).toContain('Not changed: role');
     const [unchanged] = await stack.ctx.db.select().from(users).where(eq(users.id, w.user.id));
     expect(unchanged).toMatchObject({ role: 'MEMBER', campaignIds: [other.id] });
+  });
+
+  it("pages an account's keys 50 at a time, each exactly once", async () => {
+    const w = await makeWorld(stack.ctx);
+    for (let i = 0; i < 50; i++) await createApiKey(stack.ctx, w.user.id);
+    const { cookie } = await consoleSession(stack.baseUrl!);
+    const seen: string[] = [];
+    let next: string | undefined = `/console/team?accountId=${w.account.id}`;
+    let pages = 0;
+    while (next) {
+      const html = await (await fetch(url(next), { headers: { cookie } })).text();
+      seen.push(...[...html.matchAll(/<code>(sk_[^<…]+)…<\/code>/g)].map((m) => m[1]!));
+      next = html.match(/<a href="([^"]+)">Next keys<\/a>/)?.[1]?.replaceAll('&amp;', '&');
+      pages += 1;
+    }
+    expect(pages).toBe(2);
+    expect(seen).toHaveLength(51);
+    expect(new Set(seen).size).toBe(51);
   });
 
   it('refuses every form without a session or with another CSRF token, and unknown ids with a 404 page', async () => {

@@ -32,6 +32,17 @@ type Keys = Awaited<ReturnType<typeof listApiKeys>>;
 export type TeamHelpers = { formOf: (c: C) => Promise<Form>; csrfOf: (c: C) => string };
 
 const accountPath = (accountId: string) => `${TEAM_PATH}?accountId=${encodeURIComponent(accountId)}`;
+
+/** Where the account page's two lists stand: the `nextId` each pages on from (absent: its first page). */
+type Cursors = { users?: string; keys?: string };
+
+/** The account page with one list paged on to `nextId`, the other list where it stands. */
+function pagedOn(accountId: string, cursors: Cursors, list: keyof Cursors, nextId: string) {
+  const at = { ...cursors, [list]: nextId };
+  const params = new URLSearchParams({ accountId });
+  for (const name of ['users', 'keys'] as const) if (at[name]) params.set(name, at[name]!);
+  return `${TEAM_PATH}?${params}`;
+}
 const fmt = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 16);
 
 /** An id from a query or a form: what every operator id fits in, or undefined. */
@@ -70,7 +81,7 @@ function AccountList(props: { accounts: Awaited<ReturnType<typeof listAccounts>>
   );
 }
 
-function UserRows(props: { users: Users; csrf: string }) {
+function UserRows(props: { users: Users; csrf: string; next?: string }) {
   return (
     <section class="table-wrap" tabindex={0} aria-labelledby="users-h">
       <h2 id="users-h">Team</h2>
@@ -105,14 +116,12 @@ function UserRows(props: { users: Users; csrf: string }) {
           ))}
         </tbody>
       </table>
-      {props.users.more ? (
-        <p class="muted">More team members than this page shows: use the operator API.</p>
-      ) : null}
+      {props.next ? <a href={props.next}>Next team members</a> : null}
     </section>
   );
 }
 
-function KeyRows(props: { keys: Keys; users: Users; csrf: string }) {
+function KeyRows(props: { keys: Keys; users: Users; csrf: string; next?: string }) {
   const email = new Map(props.users.users.map((u) => [u.id, u.email]));
   return (
     <section class="table-wrap" tabindex={0} aria-labelledby="keys-h">
@@ -158,9 +167,7 @@ function KeyRows(props: { keys: Keys; users: Users; csrf: string }) {
           ))}
         </tbody>
       </table>
-      {props.keys.more ? (
-        <p class="muted">More keys than this page shows: find one with the operator API.</p>
-      ) : null}
+      {props.next ? <a href={props.next}>Next keys</a> : null}
     </section>
   );
 }
@@ -171,6 +178,7 @@ export function TeamPage(props: {
   account?: Account;
   users?: Users;
   keys?: Keys;
+  cursors?: Cursors;
   problem?: string;
   createdKey?: { key: string; keyPrefix: string; email: string };
 }) {
@@ -193,8 +201,17 @@ export function TeamPage(props: {
           <p>
             <a href={TEAM_PATH}>All accounts</a>
           </p>
-          <UserRows users={users} csrf={props.csrf} />
-          <KeyRows keys={keys} users={users} csrf={props.csrf} />
+          <UserRows
+            users={users}
+            csrf={props.csrf}
+            next={nextOf(account.id, props.cursors, 'users', users)}
+          />
+          <KeyRows
+            keys={keys}
+            users={users}
+            csrf={props.csrf}
+            next={nextOf(account.id, props.cursors, 'keys', keys)}
+          />
         </>
       ) : props.accounts ? (
         <AccountList accounts={props.accounts} />
@@ -203,15 +220,25 @@ export function TeamPage(props: {
   );
 }
 
-/** The account page's lists: its team and its keys, newest pages first, each bounded. */
-async function accountView(c: C, accountId: string) {
+/** The link to a list's next page, when it has one. */
+function nextOf(
+  accountId: string,
+  cursors: Cursors = {},
+  list: keyof Cursors,
+  page: { more: boolean; nextId: string | null },
+) {
+  return page.more && page.nextId ? pagedOn(accountId, cursors, list, page.nextId) : undefined;
+}
+
+/** The account page's lists: its team and its keys, each a page of at most `PAGE` from its cursor. */
+async function accountView(c: C, accountId: string, cursors: Cursors = {}) {
   const ctx = c.get('ctx');
   const account = await showAccount(ctx, accountId);
   const [users, keys] = await Promise.all([
-    listUsers(ctx, accountId, { limit: PAGE }),
-    listApiKeys(ctx, { accountId, limit: PAGE }),
+    listUsers(ctx, accountId, { limit: PAGE, ...(cursors.users ? { nextId: cursors.users } : {}) }),
+    listApiKeys(ctx, { accountId, limit: PAGE, ...(cursors.keys ? { nextId: cursors.keys } : {}) }),
   ]);
-  return { account, users, keys };
+  return { account, users, keys, cursors };
 }
 
 /** A refusal of core's, shown on the page with its status; anything else is the app's error handler's. */
@@ -237,7 +264,8 @@ export function registerTeam(app: Hono<AppEnv>, helpers: TeamHelpers) {
       const id = idOf(accountId);
       if (!id) return c.html(<TeamPage csrf={csrf} problem="That is not an account id." />, 400);
       try {
-        return c.html(<TeamPage csrf={csrf} {...(await accountView(c, id))} />);
+        const cursors = { users: idOf(c.req.query('users')), keys: idOf(c.req.query('keys')) };
+        return c.html(<TeamPage csrf={csrf} {...(await accountView(c, id, cursors))} />);
       } catch (err) {
         return refused(c, helpers, err, undefined);
       }

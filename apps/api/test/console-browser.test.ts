@@ -207,6 +207,52 @@ describe('the operator console in a browser', () => {
     });
   }, 60_000);
 
+  it('Reviews: approves a reward awaiting approval in one click, with no serious axe-core violation at either width', async () => {
+    const w = await makeWorld(stack.ctx, {
+      campaign: { requireRewardApproval: true },
+      reward: { conversionsRequired: 1, isUnlimited: true },
+    });
+    const email = uniqueEmail('review');
+    const earned = await client(overHttp(api), w.key).post(
+      `/v1/campaign/${w.campaign.id}/loyalty-action?wait=true`,
+      {
+        participantEmail: email,
+        rewardId: w.reward.id,
+      },
+    );
+    expect(earned.body.action?.status, JSON.stringify(earned.body)).toBe('APPLIED');
+    await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await page.getByRole('link', { name: 'Reviews' }).click();
+      const approve = page.getByRole('button', { name: `Approve ${email}'s reward` });
+      await approve.waitFor();
+      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+      const serious = async () => {
+        await page.addScriptTag({ path: axe });
+        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+          impact: string;
+        }[];
+        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
+      };
+      expect(await serious()).toEqual([]);
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}console-reviews-1280.png`, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await serious()).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: `${SCREENSHOTS}console-reviews-390.png`, fullPage: true });
+      await approve.click();
+      await page.getByRole('heading', { level: 1, name: 'Reviews' }).waitFor();
+      expect(await page.getByRole('button', { name: `Approve ${email}'s reward` }).count()).toBe(0);
+    });
+    const rewards = await client(overHttp(api), w.key).get(
+      `/v1/campaign/${w.campaign.id}/participant/${encodeURIComponent(email)}/rewards`,
+    );
+    expect(rewards.body.rewards[0].approved).toBe(true);
+  }, 60_000);
+
   it('goes to the sign-in page by itself when its session ends while it is open (the poll gets 401)', async () => {
     await withContext({}, async (context) => {
       const page = await context.newPage();

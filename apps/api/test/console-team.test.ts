@@ -144,5 +144,14 @@ describe('the console: Team and keys', () => {
     expect(noAccount.status).toBe(404);
     const hostile = await fetch(url('/console/team?accountId=%00'), { headers: { cookie } });
     expect(hostile.status).toBe(400);
+    const nul = await post(
+      `/console/team/users/${w.user.id}`,
+      { _csrf: csrf, role: 'MEMBER', campaignIds: 'a\u0000b' },
+      cookie,
+    );
+    expect(nul.status).toBe(400);
+    expect(await nul.json()).toMatchObject({ code: 'VALIDATION_ERROR' });
+    const [user] = await stack.ctx.db.select().from(users).where(eq(users.id, w.user.id));
+    expect(user!.role).toBe('ADMIN');
   });
 });

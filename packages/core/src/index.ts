@@ -29,5 +29,6 @@ export * from './services/ledger';
 export * from './services/operator/index';
 export * from './services/participant-rewards';
 export * from './services/participants/index';
+export * from './services/reviews/waiting';
 export * from './services/webhooks/index';
 export * from './views';

@@ -1,13 +1,15 @@
 /** @jsxImportSource hono/jsx */
-import { clip, operationsOverview } from '@stampcard/core';
+import { clip, operationsOverview, validationError } from '@stampcard/core';
 import { queueCounts } from '@stampcard/jobs';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { crossSiteReason, pageHeaders, STATE_CHANGING } from '../dashboard';
 import type { AppEnv } from '../env';
 import { errorResponse } from '../errors';
+import { badStringReason } from '../lib/parse-body';
 import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
+import { registerReviews } from './reviews';
 import {
   csrfMatches,
   csrfToken,
@@ -105,12 +107,24 @@ const requireSession: MiddlewareHandler<AppEnv> = async (c, next) => {
   return undefined;
 };
 
-/** A form body's text fields (nothing for another type of body). */
+/**
+ * A form body's text fields (nothing for another type of body), in an object without a prototype. A field
+ * whose name or value PostgreSQL would refuse (NUL, an unpaired surrogate) is a 400 here, before any of it
+ * reaches a statement.
+ */
 async function formOf(c: C): Promise<Record<string, string | undefined>> {
   const type = c.req.header('content-type') ?? '';
-  if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i.test(type)) return {};
-  const body = await c.req.parseBody();
-  return Object.fromEntries(Object.entries(body).map(([k, v]) => [k, typeof v === 'string' ? v : undefined]));
+  const fields: Record<string, string | undefined> = Object.create(null);
+  if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i.test(type)) return fields;
+  for (const [name, value] of Object.entries(await c.req.parseBody())) {
+    const text = typeof value === 'string' ? value : undefined;
+    const reason = badStringReason(name) ?? (text === undefined ? null : badStringReason(text));
+    if (reason) {
+      throw validationError([{ location: 'body', param: clip(name, 64), value: null, msg: reason }]);
+    }
+    fields[name] = text;
+  }
+  return fields;
 }
 
 const cookieOptions = (c: C) =>
@@ -177,6 +191,7 @@ export function operatorConsole() {
   app.get('/overview', async (c) => c.html(<OverviewFragment {...(await overviewData(c))} />));
 
   registerTeam(app, { formOf, csrfOf });
+  registerReviews(app, { formOf, csrfOf });
 
   return app;
 }

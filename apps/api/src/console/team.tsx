@@ -14,7 +14,8 @@ import {
 import type { Context, Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
-import { idParam, UserPatch } from '../routes/admin/schemas';
+import { UserPatch } from '../routes/admin/schemas';
+import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
 import { CONSOLE_PATH, CSRF_FIELD, Layout } from './views';
 
 export const TEAM_PATH = `${CONSOLE_PATH}/team`;
@@ -23,33 +24,14 @@ export const TEAM_PATH = `${CONSOLE_PATH}/team`;
 const PAGE = 50;
 
 type C = Context<AppEnv>;
-type Form = Record<string, string | undefined>;
 type Account = Awaited<ReturnType<typeof showAccount>>;
 type Users = Awaited<ReturnType<typeof listUsers>>;
 type Keys = Awaited<ReturnType<typeof listApiKeys>>;
-
-/** What the team routes need of the console: its form reader and the session's CSRF token. */
-export type TeamHelpers = { formOf: (c: C) => Promise<Form>; csrfOf: (c: C) => string };
 
 const accountPath = (accountId: string) => `${TEAM_PATH}?accountId=${encodeURIComponent(accountId)}`;
 
 /** Where the account page's two lists stand: the `nextId` each pages on from (absent: its first page). */
 type Cursors = { users?: string; keys?: string };
-
-/** The account page with one list paged on to `nextId`, the other list where it stands. */
-function pagedOn(accountId: string, cursors: Cursors, list: keyof Cursors, nextId: string) {
-  const at = { ...cursors, [list]: nextId };
-  const params = new URLSearchParams({ accountId });
-  for (const name of ['users', 'keys'] as const) if (at[name]) params.set(name, at[name]!);
-  return `${TEAM_PATH}?${params}`;
-}
-const fmt = (ms: number) => new Date(ms).toISOString().replace('T', ' ').slice(0, 16);
-
-/** An id from a query or a form: what every operator id fits in, or undefined. */
-function idOf(value: string | undefined): string | undefined {
-  const parsed = idParam.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
-}
 
 function Csrf(props: { csrf: string }) {
   return <input type="hidden" name={CSRF_FIELD} value={props.csrf} />;
@@ -152,10 +134,10 @@ function KeyRows(props: { keys: Keys; users: Users; csrf: string; next?: string 
                 <code>{k.keyPrefix}…</code>
               </td>
               <td>{email.get(k.userId) ?? k.userId}</td>
-              <td>{fmt(k.createdAt)}</td>
+              <td>{utcMinute(k.createdAt)}</td>
               <td>
                 {k.revokedAt !== null ? (
-                  `revoked ${fmt(k.revokedAt)}`
+                  `revoked ${utcMinute(k.revokedAt)}`
                 ) : (
                   <form method="post" action={`${TEAM_PATH}/keys/${k.id}/revoke`} class="inline">
                     <Csrf csrf={props.csrf} />
@@ -227,7 +209,7 @@ function nextOf(
   list: keyof Cursors,
   page: { more: boolean; nextId: string | null },
 ) {
-  return page.more && page.nextId ? pagedOn(accountId, cursors, list, page.nextId) : undefined;
+  return page.more && page.nextId ? pagedOn(TEAM_PATH, { accountId }, cursors, list, page.nextId) : undefined;
 }
 
 /** The account page's lists: its team and its keys, each a page of at most `PAGE` from its cursor. */
@@ -242,7 +224,7 @@ async function accountView(c: C, accountId: string, cursors: Cursors = {}) {
 }
 
 /** A refusal of core's, shown on the page with its status; anything else is the app's error handler's. */
-async function refused(c: C, helpers: TeamHelpers, err: unknown, accountId: string | undefined) {
+async function refused(c: C, helpers: ConsoleHelpers, err: unknown, accountId: string | undefined) {
   if (!(err instanceof DomainError) || err.code === 'UNAVAILABLE') throw err;
   const status = ERROR_STATUS[err.code] as 400 | 402 | 403 | 404 | 409 | 422;
   const view = accountId ? await accountView(c, accountId).catch(() => undefined) : undefined;
@@ -256,7 +238,7 @@ function campaignIdsOf(text: string | undefined): string[] | undefined {
 }
 
 /** `GET /console/team`, its forms' posts: the accounts, an account's team and keys, create, change, revoke. */
-export function registerTeam(app: Hono<AppEnv>, helpers: TeamHelpers) {
+export function registerTeam(app: Hono<AppEnv>, helpers: ConsoleHelpers) {
   app.get('/team', async (c) => {
     const csrf = helpers.csrfOf(c);
     const accountId = c.req.query('accountId');

@@ -87,6 +87,10 @@ export const participantRewards = pgTable(
       t.createdAt,
       sql`(${t.id} collate "C")`,
     ),
+    // What waits for an operator's approval, oldest first, across campaigns (the console's Reviews).
+    index('participant_rewards_waiting_idx')
+      .on(t.createdAt, sql`(${t.id} collate "C")`)
+      .where(sql`${t.approved} = false`),
   ],
 );
 
@@ -115,6 +119,10 @@ export const formSubmissions = pgTable(
     // The list's order (oldest first, then id byte-wise), and the one-UNREVIEWED check of a participant.
     index('form_submissions_campaign_created_idx').on(t.campaignId, t.createdAt, sql`${t.id} collate "C"`),
     index('form_submissions_participant_reward_idx').on(t.participantId, t.rewardId, t.status),
+    // What waits for review, oldest first, across campaigns (the console's Reviews).
+    index('form_submissions_waiting_idx')
+      .on(t.createdAt, sql`(${t.id} collate "C")`)
+      .where(sql`${t.status} = 'UNREVIEWED'`),
   ],
 );
 

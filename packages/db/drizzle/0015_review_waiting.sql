@@ -1,0 +1,2 @@
+CREATE INDEX "form_submissions_waiting_idx" ON "form_submissions" USING btree ("created_at",("id" collate "C")) WHERE "form_submissions"."status" = 'UNREVIEWED';--> statement-breakpoint
+CREATE INDEX "participant_rewards_waiting_idx" ON "participant_rewards" USING btree ("created_at",("id" collate "C")) WHERE "participant_rewards"."approved" = false;

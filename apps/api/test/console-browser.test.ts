@@ -253,6 +253,36 @@ describe('the operator console in a browser', () => {
     expect(rewards.body.rewards[0].approved).toBe(true);
   }, 60_000);
 
+  it('Programs: renames a campaign from its card, with no serious axe-core violation at either width', async () => {
+    const w = await makeWorld(stack.ctx);
+    await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await page.getByRole('link', { name: 'Programs' }).click();
+      await page.getByRole('link', { name: w.account.name }).first().click();
+      await page.getByRole('heading', { level: 3, name: new RegExp(w.campaign.name) }).waitFor();
+      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+      const serious = async () => {
+        await page.addScriptTag({ path: axe });
+        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+          impact: string;
+        }[];
+        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
+      };
+      expect(await serious()).toEqual([]);
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: `${SCREENSHOTS}console-programs-1280.png`, fullPage: true });
+      await page.setViewportSize({ width: 390, height: 844 });
+      expect(await serious()).toEqual([]);
+      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+      await page.screenshot({ path: `${SCREENSHOTS}console-programs-390.png`, fullPage: true });
+      await page.getByLabel('Name').first().fill('Renamed in the browser');
+      await page.getByRole('button', { name: `Save ${w.campaign.name}` }).click();
+      await page.getByRole('heading', { level: 3, name: /Renamed in the browser/ }).waitFor();
+    });
+  }, 60_000);
+
   it('goes to the sign-in page by itself when its session ends while it is open (the poll gets 401)', async () => {
     await withContext({}, async (context) => {
       const page = await context.newPage();

@@ -635,7 +635,7 @@ export interface paths {
          */
         get: operations["adminListRewards"];
         put?: never;
-        /** Add a reward to a campaign (every Reward field of the seed) */
+        /** Add a reward to a campaign (every Reward field) */
         post: operations["adminCreateReward"];
         delete?: never;
         options?: never;
@@ -1973,7 +1973,7 @@ export interface components {
             /** @description true: fulfil it too, in the same change */
             fulfill?: boolean;
         };
-        /** @description A reward's form as a participant sent it (the seed's ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected */
+        /** @description A reward's form as a participant sent it (a ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected */
         FormSubmission: {
             id: string;
             participantId: string;
@@ -2126,7 +2126,7 @@ export interface components {
                 /** @description New participants one IP address may bring per hour (default 10); 0 turns it off */
                 ipThrottle?: number;
             } | null;
-            /** @description Points scheme (seed rule 5): a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
+            /** @description Points scheme: a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
             pointsConversion: {
                 /** @description The metadata key holding the points (a key `metadataIncrement` can name) */
                 metadataKey: string;
@@ -9768,7 +9768,7 @@ export interface operations {
                         ipThrottle?: number;
                     } | null;
                     requireRewardApproval?: boolean;
-                    /** @description Points scheme (seed rule 5): a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
+                    /** @description Points scheme: a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
                     pointsConversion?: {
                         /** @description The metadata key holding the points (a key `metadataIncrement` can name) */
                         metadataKey: string;
@@ -10064,7 +10064,7 @@ export interface operations {
                         ipThrottle?: number;
                     } | null;
                     requireRewardApproval?: boolean;
-                    /** @description Points scheme (seed rule 5): a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
+                    /** @description Points scheme: a `metadataIncrement` of `metadataKey` that makes it reach `threshold` converts it into loyalty actions for `rewardId` (at most 100 per update) */
                     pointsConversion?: {
                         /** @description The metadata key holding the points (a key `metadataIncrement` can name) */
                         metadataKey: string;

@@ -85,6 +85,8 @@ form.inline { display: flex; flex-wrap: wrap; gap: .4rem .6rem; align-items: cen
 form.inline input, form.inline select { font: inherit; padding: .3rem; border: 1px solid var(--muted); border-radius: 4px; max-width: 100%; }
 .notice { border: 1px solid var(--line); padding: .5rem .75rem; border-radius: 4px; margin: .75rem 0; }
 .notice code { word-break: break-all; }
+.cards dd.word { font-size: 1rem; overflow-wrap: anywhere; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; margin: 1rem 0; }
 .answers { font-size: .85rem; word-break: break-all; max-width: 28rem; }
 @media (max-width: 600px) {
   main { padding: .75rem; } header.top { padding: .6rem .75rem; }

@@ -9,6 +9,7 @@ import { errorResponse } from '../errors';
 import { badStringReason } from '../lib/parse-body';
 import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
+import { registerPrograms } from './programs';
 import { registerReviews } from './reviews';
 import {
   csrfMatches,
@@ -192,6 +193,7 @@ export function operatorConsole() {
 
   registerTeam(app, { formOf, csrfOf });
   registerReviews(app, { formOf, csrfOf });
+  registerPrograms(app, { formOf, csrfOf });
 
   return app;
 }

@@ -218,5 +218,5 @@ export const FeedEvent = z.discriminatedUnion('type', [firstEvent, ...otherEvent
 
 export const FormSubmission = named(FormSubmissionView, 'FormSubmission', {
   description:
-    "A reward's form as a participant sent it (the seed's ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected",
+    "A reward's form as a participant sent it (a ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected",
 });

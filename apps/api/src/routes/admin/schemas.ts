@@ -130,7 +130,7 @@ export const pointsConversionSchema = z
     }),
   })
   .openapi({
-    description: `Points scheme (seed rule 5): a \`metadataIncrement\` of \`metadataKey\` that makes it reach \`threshold\` converts it into loyalty actions for \`rewardId\` (at most ${MAX_POINTS_CONVERSIONS} per update)`,
+    description: `Points scheme: a \`metadataIncrement\` of \`metadataKey\` that makes it reach \`threshold\` converts it into loyalty actions for \`rewardId\` (at most ${MAX_POINTS_CONVERSIONS} per update)`,
   });
 
 const campaignFields = {

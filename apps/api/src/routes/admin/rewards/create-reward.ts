@@ -11,7 +11,7 @@ const route = createBodyRoute({
   method: 'post',
   operationId: 'adminCreateReward',
   path: '/admin/v1/campaigns/{id}/rewards',
-  summary: 'Add a reward to a campaign (every Reward field of the seed)',
+  summary: 'Add a reward to a campaign (every Reward field)',
   tags: ['Operator: campaigns'],
   request: { params: z.object({ id: z.string().min(1).max(64) }), body: jsonBody(RewardBody) },
   responses: {

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 
 export type BrowserFixture = {
@@ -54,4 +55,19 @@ export function useBrowser(): BrowserFixture {
     },
     pages,
   };
+}
+
+/**
+ * The serious and critical accessibility violations axe-core finds on the page as it is now. axe is injected
+ * as a script of the page: open the page in a context with `bypassCSP: true`, or its own policy refuses it.
+ */
+export async function seriousAxeViolations(page: Page) {
+  await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
+  const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+    r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
+    id: string;
+    impact: string;
+    nodes: string[];
+  }[];
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }

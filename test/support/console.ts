@@ -48,3 +48,13 @@ export async function consoleSession(baseUrl: string) {
   const csrf = (await page.text()).match(/name="_csrf" value="([^"]+)"/)![1]!;
   return { cookie, csrf };
 }
+
+/** Posts a console form (`fields`, with the session's `cookie` when given); the answer is not followed. */
+export function consolePost(baseUrl: string, path: string, fields: Record<string, string>, cookie?: string) {
+  return fetch(`${baseUrl}${path}`, {
+    method: 'POST',
+    headers: { ...CONSOLE_FORM, ...(cookie ? { cookie } : {}) },
+    body: new URLSearchParams(fields).toString(),
+    redirect: 'manual',
+  });
+}

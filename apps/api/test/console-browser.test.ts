@@ -1,12 +1,11 @@
 import { mkdirSync, mkdtempSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createStampcardClient } from '@stampcard/client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useBrowser } from '../../../test/support/browser';
+import { seriousAxeViolations, useBrowser } from '../../../test/support/browser';
 import { client, overHttp } from '../../../test/support/client';
 import { programWithReceivers } from '../../../test/support/console';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
@@ -141,24 +140,13 @@ describe('the operator console in a browser', () => {
     // axe is injected as a script of the page: this profile lets it past the page's own policy.
     await withContext({ bypassCSP: true }, async (context) => {
       const page = await context.newPage();
-      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-      const check = async () => {
-        await page.addScriptTag({ path: axe });
-        return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-          id: string;
-          impact: string;
-        }[];
-      };
-      const serious = (v: { impact: string }[]) =>
-        v.filter((x) => x.impact === 'serious' || x.impact === 'critical');
       await page.goto(`${api}/console/sign-in`);
-      expect(serious(await check())).toEqual([]);
+      expect(await seriousAxeViolations(page)).toEqual([]);
       await signIn(page);
       await page.locator('#overview-chart canvas').first().waitFor();
-      expect(serious(await check())).toEqual([]);
+      expect(await seriousAxeViolations(page)).toEqual([]);
       await page.setViewportSize({ width: 390, height: 844 });
-      expect(serious(await check())).toEqual([]);
+      expect(await seriousAxeViolations(page)).toEqual([]);
     });
   }, 60_000);
 
@@ -175,15 +163,7 @@ describe('the operator console in a browser', () => {
       await page.getByRole('button', { name: 'Create a key' }).click();
       const key = (await page.locator('#new-key').textContent())!;
       expect(key.length).toBeGreaterThan(20);
-      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-      const serious = async () => {
-        await page.addScriptTag({ path: axe });
-        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-          impact: string;
-        }[];
-        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
-      };
+      const serious = () => seriousAxeViolations(page);
       expect(await serious()).toEqual([]);
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: `${SCREENSHOTS}console-team-1280.png`, fullPage: true });
@@ -227,15 +207,7 @@ describe('the operator console in a browser', () => {
       await page.getByRole('link', { name: 'Reviews' }).click();
       const approve = page.getByRole('button', { name: `Approve ${email}'s reward` });
       await approve.waitFor();
-      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-      const serious = async () => {
-        await page.addScriptTag({ path: axe });
-        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-          impact: string;
-        }[];
-        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
-      };
+      const serious = () => seriousAxeViolations(page);
       expect(await serious()).toEqual([]);
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: `${SCREENSHOTS}console-reviews-1280.png`, fullPage: true });
@@ -261,15 +233,7 @@ describe('the operator console in a browser', () => {
       await page.getByRole('link', { name: 'Programs' }).click();
       await page.getByRole('link', { name: w.account.name }).first().click();
       await page.getByRole('heading', { level: 3, name: new RegExp(w.campaign.name) }).waitFor();
-      const axe = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-      const serious = async () => {
-        await page.addScriptTag({ path: axe });
-        const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-          r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-          impact: string;
-        }[];
-        return found.filter((x) => x.impact === 'serious' || x.impact === 'critical');
-      };
+      const serious = () => seriousAxeViolations(page);
       expect(await serious()).toEqual([]);
       mkdirSync(SCREENSHOTS, { recursive: true });
       await page.screenshot({ path: `${SCREENSHOTS}console-programs-1280.png`, fullPage: true });

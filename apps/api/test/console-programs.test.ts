@@ -1,7 +1,7 @@
 import { campaigns, events } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { CONSOLE_FORM, consoleSession } from '../../../test/support/console';
+import { consolePost, consoleSession } from '../../../test/support/console';
 import { makeCampaign, makeWorld } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
 
@@ -14,14 +14,8 @@ const stack = useTestStack({ http: true });
 
 const url = (path: string) => `${stack.baseUrl}${path}`;
 
-async function post(path: string, fields: Record<string, string>, cookie: string) {
-  return fetch(url(path), {
-    method: 'POST',
-    headers: { ...CONSOLE_FORM, cookie },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
+const post = (path: string, fields: Record<string, string>, cookie?: string) =>
+  consolePost(stack.baseUrl!, path, fields, cookie);
 
 describe('the console: Programs', () => {
   it("lists an account's campaigns with their counters and rewards", async () => {

@@ -2,7 +2,7 @@ import { formSubmissions, participantRewards } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, overHttp } from '../../../test/support/client';
-import { CONSOLE_FORM, consoleSession } from '../../../test/support/console';
+import { consolePost, consoleSession } from '../../../test/support/console';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
 
@@ -15,14 +15,8 @@ const stack = useTestStack({ http: true });
 
 const url = (path: string) => `${stack.baseUrl}${path}`;
 
-async function post(path: string, fields: Record<string, string>, cookie: string) {
-  return fetch(url(path), {
-    method: 'POST',
-    headers: { ...CONSOLE_FORM, cookie },
-    body: new URLSearchParams(fields).toString(),
-    redirect: 'manual',
-  });
-}
+const post = (path: string, fields: Record<string, string>, cookie?: string) =>
+  consolePost(stack.baseUrl!, path, fields, cookie);
 
 const FORM = {
   submissionType: 'FORM' as const,

@@ -58,16 +58,20 @@ export function useBrowser(): BrowserFixture {
 }
 
 /**
- * The serious and critical accessibility violations axe-core finds on the page as it is now. axe is injected
- * as a script of the page: open the page in a context with `bypassCSP: true`, or its own policy refuses it.
+ * Every accessibility violation axe-core finds on the page as it is now. axe is injected as a script of the
+ * page: open the page in a context with `bypassCSP: true`, or its own policy refuses it.
  */
-export async function seriousAxeViolations(page: Page) {
+export async function axeViolations(page: Page) {
   await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
-  const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
+  return (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
     r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
     id: string;
     impact: string;
     nodes: string[];
   }[];
-  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+/** The serious and critical violations of `axeViolations`: what no page of ours may have. */
+export async function seriousAxeViolations(page: Page) {
+  return (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }

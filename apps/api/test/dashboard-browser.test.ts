@@ -1,7 +1,6 @@
-import { createRequire } from 'node:module';
 import type { BrowserContext } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { useBrowser } from '../../../test/support/browser';
+import { axeViolations, useBrowser } from '../../../test/support/browser';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 
@@ -136,11 +135,7 @@ describe('the queue dashboard in a browser', () => {
       const page = await context.newPage();
       await page.goto(`${api}/admin/queues`);
       await page.getByText(queueName).first().waitFor({ timeout: 15_000 });
-      await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core/axe.min.js') });
-      const violations = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) =>
-        r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) })))`)) as {
-        id: string;
-      }[];
+      const violations = await axeViolations(page);
       // Reported in the test's output for the list in docs/security.md (The queue dashboard) of what Bull Board's own UI still lacks.
       console.info(`axe-core on the queue dashboard: ${JSON.stringify(violations, null, 1)}`);
       // The page-level rules are the wrapper's (lang, title, a top heading): none may fail.

@@ -7,7 +7,6 @@ import {
   listWaitingSubmissions,
   removeParticipantReward,
   reviewFormSubmission,
-  type WaitingItem,
   type WaitingPage,
 } from '@stampcard/core';
 import type { Context, Hono } from 'hono';
@@ -41,7 +40,10 @@ function WaitingTable(props: {
   page: WaitingPage;
   next?: string;
   empty: string;
-  actions: (item: WaitingItem) => unknown;
+  /** What is decided on: the path of its decisions and the word its buttons name it by. */
+  kind: 'forms' | 'rewards';
+  noun: string;
+  csrf: string;
 }) {
   const { items } = props.page;
   return (
@@ -70,7 +72,16 @@ function WaitingTable(props: {
                   {item.answers !== null ? <div class="muted answers">{item.answers}</div> : null}
                 </td>
                 <td>{item.rewardTitle ?? '(untitled reward)'}</td>
-                <td>{props.actions(item) as never}</td>
+                <td>
+                  {(['approve', 'reject'] as const).map((decision) => (
+                    <Decide
+                      action={`${REVIEWS_PATH}/${props.kind}/${item.id}/${decision}`}
+                      label={`${decision === 'approve' ? 'Approve' : 'Reject'} ${item.participantEmail}'s ${props.noun}`}
+                      csrf={props.csrf}
+                      campaignId={item.campaignId}
+                    />
+                  ))}
+                </td>
               </tr>
             ))}
           </tbody>
@@ -108,22 +119,9 @@ export function ReviewsPage(props: {
         page={props.forms}
         next={next('forms', props.forms)}
         empty="No form submission waits for review."
-        actions={(item) => (
-          <>
-            <Decide
-              action={`${REVIEWS_PATH}/forms/${item.id}/approve`}
-              label={`Approve ${item.participantEmail}'s form`}
-              csrf={csrf}
-              campaignId={item.campaignId}
-            />
-            <Decide
-              action={`${REVIEWS_PATH}/forms/${item.id}/reject`}
-              label={`Reject ${item.participantEmail}'s form`}
-              csrf={csrf}
-              campaignId={item.campaignId}
-            />
-          </>
-        )}
+        kind="forms"
+        noun="form"
+        csrf={csrf}
       />
       <WaitingTable
         title="Rewards awaiting approval"
@@ -131,22 +129,9 @@ export function ReviewsPage(props: {
         page={props.rewards}
         next={next('rewards', props.rewards)}
         empty="No reward waits for approval."
-        actions={(item) => (
-          <>
-            <Decide
-              action={`${REVIEWS_PATH}/rewards/${item.id}/approve`}
-              label={`Approve ${item.participantEmail}'s reward`}
-              csrf={csrf}
-              campaignId={item.campaignId}
-            />
-            <Decide
-              action={`${REVIEWS_PATH}/rewards/${item.id}/reject`}
-              label={`Reject ${item.participantEmail}'s reward`}
-              csrf={csrf}
-              campaignId={item.campaignId}
-            />
-          </>
-        )}
+        kind="rewards"
+        noun="reward"
+        csrf={csrf}
       />
     </Layout>
   );

@@ -31,10 +31,7 @@ const ANSWERS_SHOWN = 300;
  * (`form_submissions_waiting_idx`), so the cost is the page's, whatever the table holds.
  */
 export async function listWaitingSubmissions(ctx: Ctx, q: WaitingQuery): Promise<WaitingPage> {
-  const id = sql`${formSubmissions.id} collate "C"`;
-  const from = q.nextId
-    ? sql`(${formSubmissions.createdAt}, ${id}) >= (select created_at, id collate "C" from ${formSubmissions} where id = ${q.nextId})`
-    : undefined;
+  const { id, from } = keyset(formSubmissions, q.nextId);
   const rows = await ctx.db
     .select({
       id: formSubmissions.id,
@@ -61,10 +58,7 @@ export async function listWaitingSubmissions(ctx: Ctx, q: WaitingQuery): Promise
  * unapproved ones (`participant_rewards_waiting_idx`).
  */
 export async function listWaitingRewards(ctx: Ctx, q: WaitingQuery): Promise<WaitingPage> {
-  const id = sql`${participantRewards.id} collate "C"`;
-  const from: SQL | undefined = q.nextId
-    ? sql`(${participantRewards.createdAt}, ${id}) >= (select created_at, id collate "C" from ${participantRewards} where id = ${q.nextId})`
-    : undefined;
+  const { id, from } = keyset(participantRewards, q.nextId);
   const rows = await ctx.db
     .select({
       id: participantRewards.id,
@@ -82,6 +76,18 @@ export async function listWaitingRewards(ctx: Ctx, q: WaitingQuery): Promise<Wai
     .orderBy(asc(participantRewards.createdAt), asc(id))
     .limit(q.limit + 1);
   return page(rows, q.limit, (r) => ({ ...r, answers: null }));
+}
+
+/**
+ * The order both lists read in, (created_at, id byte by byte), and where a page starts: at the row `nextId`
+ * names (no row from a cursor that names none).
+ */
+function keyset(table: typeof formSubmissions | typeof participantRewards, nextId: string | undefined) {
+  const id = sql`${table.id} collate "C"`;
+  const from: SQL | undefined = nextId
+    ? sql`(${table.createdAt}, ${id}) >= (select created_at, id collate "C" from ${table} where id = ${nextId})`
+    : undefined;
+  return { id, from };
 }
 
 function page<R extends { id: string; createdAt: Date }>(

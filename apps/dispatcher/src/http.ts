@@ -1,4 +1,9 @@
-import { checkDestination, DestinationRefusedError, publicOnlyLookup } from '@stampcard/webhooks';
+import {
+  checkDestination,
+  DELIVERY_HEADERS,
+  DestinationRefusedError,
+  publicOnlyLookup,
+} from '@stampcard/webhooks';
 import { Agent, buildConnector, request } from 'undici';
 
 /** At most this much of an answer is read, and kept with the attempt. */
@@ -107,7 +112,7 @@ export function createSender(opts: SenderOptions) {
       const res = await request(url, {
         method: 'POST',
         dispatcher: agent,
-        headers: { 'content-type': 'application/json', 'user-agent': 'Stampcard-Webhooks/1', ...headers },
+        headers: { ...DELIVERY_HEADERS, ...headers },
         body,
         signal: AbortSignal.timeout(opts.timeoutMs),
       });

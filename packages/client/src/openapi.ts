@@ -12360,6 +12360,8 @@ export interface operations {
                 since?: number | null;
                 /** @description Made before (UTC ms) */
                 until?: number | null;
+                /** @description Only messages of events about this participant */
+                participantId?: string;
                 /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
                 limit?: number;
                 /** @description The last message id of the previous page */
@@ -12513,6 +12515,8 @@ export interface operations {
                     eventType?: string;
                     since?: number;
                     until?: number;
+                    /** @description Only messages of events about this participant */
+                    participantId?: string;
                 };
                 "application/x-www-form-urlencoded": {
                     /**
@@ -12523,6 +12527,8 @@ export interface operations {
                     eventType?: string;
                     since?: number;
                     until?: number;
+                    /** @description Only messages of events about this participant */
+                    participantId?: string;
                 };
             };
         };

@@ -1,6 +1,7 @@
 export * from './clock';
 export * from './context';
 export * from './errors';
+export * from './event-catalog';
 export * from './event-schemas';
 export * from './ids';
 export * from './lookup-cache';

@@ -35,6 +35,12 @@ export function sign(input: SignInput): string {
   return input.secrets.map((s) => signature(s, input.id, input.timestamp, input.body)).join(' ');
 }
 
+/** The headers every delivery carries beside its signature headers (the console shows them with each attempt). */
+export const DELIVERY_HEADERS = {
+  'content-type': 'application/json',
+  'user-agent': 'Stampcard-Webhooks/1',
+} as const;
+
 /** The three Standard Webhooks headers of a delivery. */
 export function signatureHeaders(
   input: SignInput,

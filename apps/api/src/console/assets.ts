@@ -48,7 +48,7 @@ const CONSOLE_JS = `'use strict';
 `;
 
 const CONSOLE_CSS = `
-:root { color-scheme: light; --fg: #111827; --muted: #4b5563; --line: #d1d5db; --bg: #ffffff; --accent: #1d4ed8; --bad: #b91c1c; }
+:root { color-scheme: light; --fg: #111827; --muted: #4b5563; --line: #d1d5db; --bg: #ffffff; --accent: #1d4ed8; --bad: #b91c1c; --ok: #15803d; --code-bg: #f3f4f6; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
 a { color: var(--accent); }
@@ -88,6 +88,17 @@ form.inline input, form.inline select { font: inherit; padding: .3rem; border: 1
 .cards dd.word { font-size: 1rem; overflow-wrap: anywhere; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; margin: 1rem 0; }
 .answers { font-size: .85rem; word-break: break-all; max-width: 28rem; }
+.spark .ok { fill: var(--ok); } .spark .fail { fill: var(--bad); }
+form.stack { display: grid; gap: .4rem; max-width: 40rem; }
+form.stack input, form.stack select { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
+fieldset { border: 1px solid var(--line); border-radius: 4px; }
+.boxes { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: .2rem .8rem; font-size: .9rem; }
+.actions { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
+pre { overflow-x: auto; background: var(--code-bg); padding: .6rem; border-radius: 4px; font-size: .85rem; max-height: 32rem; }
+dl.headers { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .8rem; font-family: monospace; font-size: .85rem; }
+dl.headers dd { margin: 0; overflow-wrap: anywhere; }
+ol.attempts { padding-left: 1.2rem; }
+h1.word { overflow-wrap: anywhere; }
 @media (max-width: 600px) {
   main { padding: .75rem; } header.top { padding: .6rem .75rem; }
   table { font-size: .875rem; } th, td { padding: .3rem .3rem; }

@@ -7,6 +7,8 @@ type C = Context<AppEnv>;
 /** What a console page's routes need of the console: its form reader and the session's CSRF token. */
 export type ConsoleHelpers = {
   formOf: (c: C) => Promise<Record<string, string | undefined>>;
+  /** Every value of a field that may repeat (checkboxes). */
+  formListOf: (c: C, name: string) => Promise<string[]>;
   csrfOf: (c: C) => string;
 };
 

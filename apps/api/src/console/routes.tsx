@@ -9,6 +9,7 @@ import { errorResponse } from '../errors';
 import { badStringReason } from '../lib/parse-body';
 import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
+import { idOf } from './lib';
 import { registerPrograms } from './programs';
 import { registerReviews } from './reviews';
 import {
@@ -22,7 +23,16 @@ import {
   signOut,
 } from './session';
 import { registerTeam } from './team';
-import { CONSOLE_PATH, CSRF_FIELD, OverviewFragment, OverviewPage, SIGN_IN_PATH, SignInPage } from './views';
+import {
+  CONSOLE_PATH,
+  CSRF_FIELD,
+  Layout,
+  OverviewFragment,
+  OverviewPage,
+  SIGN_IN_PATH,
+  SignInPage,
+} from './views';
+import { registerWebhookPages } from './webhooks/routes';
 
 /**
  * Everything the console loads comes from this service, scripts from files only (no inline script, no eval:
@@ -128,6 +138,14 @@ async function formOf(c: C): Promise<Record<string, string | undefined>> {
   return fields;
 }
 
+/** Every value of a form field that may repeat (checkboxes), checked as `formOf` checks them. */
+async function formListOf(c: C, name: string): Promise<string[]> {
+  await formOf(c);
+  const value = (await c.req.parseBody({ all: true }))[name];
+  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
+  return values.filter((v): v is string => typeof v === 'string');
+}
+
 const cookieOptions = (c: C) =>
   ({
     path: CONSOLE_PATH,
@@ -191,9 +209,24 @@ export function operatorConsole() {
 
   app.get('/overview', async (c) => c.html(<OverviewFragment {...(await overviewData(c))} />));
 
-  registerTeam(app, { formOf, csrfOf });
-  registerReviews(app, { formOf, csrfOf });
-  registerPrograms(app, { formOf, csrfOf });
+  const helpers = { formOf, formListOf, csrfOf };
+  registerTeam(app, helpers);
+  registerReviews(app, helpers);
+  registerPrograms(app, helpers);
+  registerWebhookPages(app, {
+    ...helpers,
+    pagesOf: (c) => ({
+      base: `${CONSOLE_PATH}/webhooks`,
+      operator: true,
+      accountId: idOf(c.req.query('accountId')),
+      csrf: csrfOf(c),
+      Frame: ({ title, children }) => (
+        <Layout title={title} current="webhooks" csrf={csrfOf(c)}>
+          {children}
+        </Layout>
+      ),
+    }),
+  });
 
   return app;
 }

@@ -13,19 +13,20 @@ export const OVERVIEW_FRAGMENT_PATH = `${CONSOLE_PATH}/overview`;
 export const CSRF_FIELD = '_csrf';
 
 /** The pages the nav links to: only pages that exist. */
-type Section = 'overview' | 'programs' | 'team' | 'reviews';
+type Section = 'overview' | 'programs' | 'team' | 'reviews' | 'webhooks';
 
 /** htmx's settings (read from this meta element: the page runs no inline script). */
 const HTMX_CONFIG = JSON.stringify({ includeIndicatorCSS: false, mode: 'same-origin', history: false });
 
-function Document(props: { title: string; children: Child }) {
+/** A page of ours: its head (the console's files, nothing from elsewhere) and body. */
+export function Document(props: { title: string; children: Child; site?: string }) {
   return (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="htmx-config" content={HTMX_CONFIG} />
-        <title>{`${props.title} · Stampcard console`}</title>
+        <title>{`${props.title} · ${props.site ?? 'Stampcard console'}`}</title>
         <link rel="stylesheet" href={`${ASSETS_PATH}/uplot.min.css`} />
         <link rel="stylesheet" href={`${ASSETS_PATH}/console.css`} />
         <script src={`${ASSETS_PATH}/htmx.min.js`} defer />
@@ -58,6 +59,7 @@ export function Layout(props: { title: string; current: Section; csrf: string; c
             {link('overview', CONSOLE_PATH, 'Overview')}
             {link('programs', `${CONSOLE_PATH}/programs`, 'Programs')}
             {link('reviews', `${CONSOLE_PATH}/reviews`, 'Reviews')}
+            {link('webhooks', `${CONSOLE_PATH}/webhooks`, 'Webhooks')}
             {link('team', `${CONSOLE_PATH}/team`, 'Team and keys')}
             <li>
               <a href={QUEUE_DASHBOARD_PATH}>Queues (Bull Board)</a>

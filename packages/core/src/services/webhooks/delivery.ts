@@ -1,6 +1,7 @@
 import { anyOf, erasures, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
+import { notFound } from '../../errors';
 import { newId } from '../../ids';
 import {
   failedTooLong,
@@ -15,6 +16,7 @@ import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
 import { runningErasureOfEvent } from '../participants/erase';
 import { insertAttempt, pruneBeforeAttempt } from './attempt-log';
+import { inScope, type WebhookScope } from './scope';
 import type { EndpointRow, MessageRow } from './views';
 
 /** Everything one delivery needs, read in one statement. */
@@ -61,20 +63,51 @@ export async function loadDeliveries(
   return requests.map(({ messageId, generation }): Delivery | SkippedDelivery => {
     const row = byId.get(messageId);
     if (!row) return { skip: 'GONE' };
-    const { message, endpoint, event, erasing } = row;
+    const { message, endpoint } = row;
     if (message.generation !== generation) return { skip: 'STALE' };
     if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
     if (!endpoint.enabled) return { skip: 'HELD' };
-    const content =
-      message.testBody ??
-      (event && {
-        type: event.type,
-        timestamp: event.createdAt.getTime(),
-        data: shownData(event.data, erasing),
-      });
+    const content = contentOf(row);
     if (!content) return { skip: 'GONE' };
     return { message, endpoint, body: JSON.stringify(content), secrets: signingSecrets(endpoint, now) };
   });
+}
+
+type ContentSource = {
+  message: MessageRow;
+  event: { type: string; createdAt: Date; data: Record<string, unknown> } | null;
+  erasing: string | null;
+};
+
+/** What a message sends, `{ type, timestamp, data }` (erased when its participant is); null when it is gone. */
+const contentOf = ({ message, event, erasing }: ContentSource) =>
+  message.testBody ??
+  (event && { type: event.type, timestamp: event.createdAt.getTime(), data: shownData(event.data, erasing) });
+
+/**
+ * The body a message sends (and sent), as a receiver gets it, for the console and the portal: the same
+ * statement's joins as a delivery, for one message in the caller's scope; 404 when it is not there.
+ */
+export async function messageBody(ctx: Ctx, messageId: string, scope: WebhookScope = {}) {
+  const [row] = await ctx.db
+    .select({
+      message: webhookMessages,
+      event: { type: events.type, createdAt: events.createdAt, data: events.data },
+      erasing: erasures.participantId,
+    })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .leftJoin(events, eq(events.id, webhookMessages.eventId))
+    .leftJoin(erasures, runningErasureOfEvent)
+    .where(
+      and(
+        eq(webhookMessages.id, messageId),
+        isNull(webhookEndpoints.deletedAt),
+        inScope(webhookMessages.campaignId, scope),
+      ),
+    );
+  if (!row) throw notFound(`Webhook message ${messageId}`);
+  return contentOf(row);
 }
 
 /** `loadDeliveries` for one message. */

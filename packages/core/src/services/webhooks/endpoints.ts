@@ -16,6 +16,7 @@ import {
   startBacklog,
 } from './backlog';
 import type { Scheduled } from './messages';
+import { inScope, requireCampaignInScope, type WebhookScope } from './scope';
 import { type EndpointRow, serializeBacklog, serializeEndpoint } from './views';
 
 /** What the operator chooses of an endpoint. */
@@ -72,18 +73,26 @@ async function checkedUrl(url: string, opts: EndpointOptions): Promise<string> {
   throw validationError([{ location: 'body', param: 'url', value: clip(url), msg }]);
 }
 
-/** A deleted endpoint is gone from the API at once, while its messages are still being deleted. */
-const live = (id: string) => and(eq(webhookEndpoints.id, id), isNull(webhookEndpoints.deletedAt));
+/**
+ * A deleted endpoint is gone from the API at once, while its messages are still being deleted; an endpoint out
+ * of the caller's scope is not there at all (the same 404 as one that never existed).
+ */
+const live = (id: string, scope: WebhookScope) =>
+  and(
+    eq(webhookEndpoints.id, id),
+    isNull(webhookEndpoints.deletedAt),
+    inScope(webhookEndpoints.campaignId, scope),
+  );
 
-async function requireEndpoint(ctx: Ctx, id: string): Promise<EndpointRow> {
-  const [row] = await ctx.db.select().from(webhookEndpoints).where(live(id));
+async function requireEndpoint(ctx: Ctx, id: string, scope: WebhookScope = {}): Promise<EndpointRow> {
+  const [row] = await ctx.db.select().from(webhookEndpoints).where(live(id, scope));
   if (!row) throw notFound(`Webhook endpoint ${id}`);
   return row;
 }
 
 /** The endpoint locked for a change, in the caller's transaction. */
-async function lockEndpoint(tx: Ctx, id: string): Promise<EndpointRow> {
-  const [row] = await tx.db.select().from(webhookEndpoints).where(live(id)).for('update');
+async function lockEndpoint(tx: Ctx, id: string, scope: WebhookScope = {}): Promise<EndpointRow> {
+  const [row] = await tx.db.select().from(webhookEndpoints).where(live(id, scope)).for('update');
   if (!row) throw notFound(`Webhook endpoint ${id}`);
   return row;
 }
@@ -102,12 +111,13 @@ export async function createEndpoint(
   campaignId: string,
   input: EndpointInput,
   opts: EndpointOptions = {},
+  scope: WebhookScope = {},
 ) {
   const url = await checkedUrl(input.url, opts);
   const [campaign] = await ctx.db
     .select({ id: campaigns.id })
     .from(campaigns)
-    .where(eq(campaigns.id, campaignId));
+    .where(and(eq(campaigns.id, campaignId), inScope(campaigns.id, scope)));
   if (!campaign) throw notFound(`Campaign ${campaignId}`);
   const kind = input.kind ?? 'NOTIFY';
   const now = ctx.clock.now();
@@ -138,7 +148,10 @@ export async function createEndpoint(
   return { ...serializeEndpoint(row!, now), secret };
 }
 
-export async function listEndpoints(ctx: Ctx, campaignId: string) {
+export async function listEndpoints(ctx: Ctx, campaignId: string, scope: WebhookScope = {}) {
+  if (scope.accountId !== undefined || scope.campaignId !== undefined) {
+    await requireCampaignInScope(ctx, campaignId, scope);
+  }
   const rows = await ctx.db
     .select()
     .from(webhookEndpoints)
@@ -148,8 +161,8 @@ export async function listEndpoints(ctx: Ctx, campaignId: string) {
   return { endpoints: rows.map((r) => serializeEndpoint(r, now)) };
 }
 
-export async function getEndpoint(ctx: Ctx, id: string) {
-  return serializeEndpoint(await requireEndpoint(ctx, id), ctx.clock.now());
+export async function getEndpoint(ctx: Ctx, id: string, scope: WebhookScope = {}) {
+  return serializeEndpoint(await requireEndpoint(ctx, id, scope), ctx.clock.now());
 }
 
 /**
@@ -163,11 +176,12 @@ export async function updateEndpoint(
   id: string,
   patch: Partial<EndpointInput>,
   opts: EndpointOptions = {},
+  scope: WebhookScope = {},
 ): Promise<{ endpoint: ReturnType<typeof serializeEndpoint>; released: number } & BacklogHandOff> {
   const url = patch.url === undefined ? undefined : await checkedUrl(patch.url, opts);
   return unitOfWork(ctx, async (tx) => {
     const now = ctx.clock.now();
-    const current = await lockEndpoint(tx, id);
+    const current = await lockEndpoint(tx, id, scope);
     const enabling = patch.enabled === true && !current.enabled;
     const disabling = patch.enabled === false && current.enabled;
     if (enabling && runningBacklog(current) && current.backlogKind === 'DISCARD') {
@@ -226,9 +240,10 @@ export async function deleteEndpoint(
   ctx: Ctx,
   id: string,
   opts: Pick<EndpointOptions, 'backlogBatch'> = {},
+  scope: WebhookScope = {},
 ): Promise<{ answer: { id: string; deleted: true }; next: BacklogStep | null }> {
   return unitOfWork(ctx, async (tx) => {
-    const current = await lockEndpoint(tx, id);
+    const current = await lockEndpoint(tx, id, scope);
     const now = ctx.clock.now();
     const [row] = await tx.db
       .update(webhookEndpoints)
@@ -244,8 +259,13 @@ export async function deleteEndpoint(
  * A new secret, shown once. The old one keeps signing beside it for `overlapMs` (0: it stops at once), so
  * receivers can switch without missing a delivery.
  */
-export async function rotateSecret(ctx: Ctx, id: string, overlapMs = DEFAULT_ROTATION_OVERLAP_MS) {
-  const current = await requireEndpoint(ctx, id);
+export async function rotateSecret(
+  ctx: Ctx,
+  id: string,
+  overlapMs = DEFAULT_ROTATION_OVERLAP_MS,
+  scope: WebhookScope = {},
+) {
+  const current = await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
   const secret = generateSecret();
   const [row] = await commitWrite(ctx, () =>
@@ -266,8 +286,8 @@ export async function rotateSecret(ctx: Ctx, id: string, overlapMs = DEFAULT_ROT
 }
 
 /** Ends a rotation's overlap now: only the current secret signs from here on. */
-export async function revokePreviousSecret(ctx: Ctx, id: string) {
-  await requireEndpoint(ctx, id);
+export async function revokePreviousSecret(ctx: Ctx, id: string, scope: WebhookScope = {}) {
+  await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
   const [row] = await commitWrite(ctx, () =>
     ctx.db
@@ -285,9 +305,9 @@ export async function revokePreviousSecret(ctx: Ctx, id: string) {
  */
 export const TEST_EVENT_TYPE = 'WEBHOOK_TEST';
 
-export async function createTestMessage(ctx: Ctx, id: string) {
+export async function createTestMessage(ctx: Ctx, id: string, scope: WebhookScope = {}) {
   const eventType = TEST_EVENT_TYPE;
-  const endpoint = await requireEndpoint(ctx, id);
+  const endpoint = await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
   const messageId = newId('webhookMessage');
   const [row] = await commitWrite(
@@ -330,9 +350,10 @@ export async function discardPendingMessages(
   ctx: Ctx,
   id: string,
   opts: Pick<EndpointOptions, 'backlogBatch'> = {},
+  scope: WebhookScope = {},
 ): Promise<{ answer: { discarded: number; backlog: ReturnType<typeof serializeBacklog> } } & BacklogHandOff> {
   return unitOfWork(ctx, async (tx) => {
-    const current = await lockEndpoint(tx, id);
+    const current = await lockEndpoint(tx, id, scope);
     if (runningBacklog(current)) throw operationInProgress(current);
     const now = ctx.clock.now();
     const discarded = await countPending(tx, id, now);

@@ -1,9 +1,10 @@
-import { type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { events, type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
 import { notFound } from '../../errors';
 import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../../paging';
 import { attemptLogBytes, attemptsOf } from './attempt-log';
+import { inScope, type WebhookScope } from './scope';
 import { type MessageRow, serializeMessage } from './views';
 
 export type MessageFilter = {
@@ -13,6 +14,8 @@ export type MessageFilter = {
   since?: number;
   /** Made before, UTC ms. */
   until?: number;
+  /** Only messages of events about this participant (read through `events_participant_idx`). */
+  participantId?: string;
 };
 
 /** A message to put in the delivery queue: at its current generation, with its endpoint when known. */
@@ -23,7 +26,26 @@ const conditions = (f: MessageFilter): (SQL | undefined)[] => [
   f.eventType ? eq(webhookMessages.eventType, f.eventType) : undefined,
   f.since === undefined ? undefined : gte(webhookMessages.createdAt, new Date(f.since)),
   f.until === undefined ? undefined : lt(webhookMessages.createdAt, new Date(f.until)),
+  f.participantId === undefined
+    ? undefined
+    : sql`${webhookMessages.eventId} in (select ${events.id} from ${events} where (${events.data} #>> '{participant,id}') = ${f.participantId})`,
 ];
+
+/** The endpoint, not deleted and in the scope, with whether it is enabled; else 404. */
+async function endpointOf(ctx: Ctx, endpointId: string, scope: WebhookScope) {
+  const [endpoint] = await ctx.db
+    .select({ id: webhookEndpoints.id, enabled: webhookEndpoints.enabled })
+    .from(webhookEndpoints)
+    .where(
+      and(
+        eq(webhookEndpoints.id, endpointId),
+        isNull(webhookEndpoints.deletedAt),
+        inScope(webhookEndpoints.campaignId, scope),
+      ),
+    );
+  if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
+  return endpoint;
+}
 
 /**
  * An endpoint's messages, newest first, each with its attempt log; paged by `after` (a message id from the
@@ -34,12 +56,9 @@ export async function listMessages(
   ctx: Ctx,
   endpointId: string,
   filter: MessageFilter & { limit: number; after?: string },
+  scope: WebhookScope = {},
 ) {
-  const [endpoint] = await ctx.db
-    .select({ id: webhookEndpoints.id })
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)));
-  if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
+  await endpointOf(ctx, endpointId, scope);
   let cursor: SQL | undefined;
   if (filter.after) {
     const [from] = await ctx.db
@@ -94,19 +113,25 @@ export async function listMessages(
 }
 
 /** A message of an endpoint that is not deleted (a deleted endpoint's messages are gone from the API at once). */
-async function requireMessage(ctx: Ctx, id: string): Promise<MessageRow> {
+async function requireMessage(ctx: Ctx, id: string, scope: WebhookScope): Promise<MessageRow> {
   const [row] = await ctx.db
     .select({ message: webhookMessages })
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-    .where(and(eq(webhookMessages.id, id), isNull(webhookEndpoints.deletedAt)));
+    .where(
+      and(
+        eq(webhookMessages.id, id),
+        isNull(webhookEndpoints.deletedAt),
+        inScope(webhookMessages.campaignId, scope),
+      ),
+    );
   if (!row) throw notFound(`Webhook message ${id}`);
   return row.message;
 }
 
 /** One message with its attempt log. */
-export async function getMessage(ctx: Ctx, id: string) {
-  const m = await requireMessage(ctx, id);
+export async function getMessage(ctx: Ctx, id: string, scope: WebhookScope = {}) {
+  const m = await requireMessage(ctx, id, scope);
   return serializeMessage(m, (await attemptsOf(ctx, [id])).get(id)!);
 }
 
@@ -125,8 +150,8 @@ export const replayed = (now: Date) => ({
  * receiver that keeps ids sees a repeat, not a new event). A message already PENDING is only made due now.
  * While its endpoint is disabled the message waits for it to be enabled again.
  */
-export async function replayMessage(ctx: Ctx, id: string) {
-  await requireMessage(ctx, id);
+export async function replayMessage(ctx: Ctx, id: string, scope: WebhookScope = {}) {
+  await requireMessage(ctx, id, scope);
   const now = ctx.clock.now();
   const [row] = await commitWrite(ctx, () =>
     ctx.db.update(webhookMessages).set(replayed(now)).where(eq(webhookMessages.id, id)).returning(),
@@ -165,12 +190,13 @@ export const MAX_REPLAY = 10_000;
  * unique per (event, endpoint), so replaying twice never makes a second message for an event, and a message
  * already PENDING does not match a second replay of FAILED ones.
  */
-export async function replayMessages(ctx: Ctx, endpointId: string, filter: MessageFilter) {
-  const [endpoint] = await ctx.db
-    .select({ id: webhookEndpoints.id, enabled: webhookEndpoints.enabled })
-    .from(webhookEndpoints)
-    .where(and(eq(webhookEndpoints.id, endpointId), isNull(webhookEndpoints.deletedAt)));
-  if (!endpoint) throw notFound(`Webhook endpoint ${endpointId}`);
+export async function replayMessages(
+  ctx: Ctx,
+  endpointId: string,
+  filter: MessageFilter,
+  scope: WebhookScope = {},
+) {
+  const endpoint = await endpointOf(ctx, endpointId, scope);
   const status = filter.status ?? 'FAILED';
   const now = ctx.clock.now();
   const matching = and(

@@ -44,6 +44,12 @@ const messageFilter = {
   eventType: z.string().min(1).max(64).optional(),
   since: msTime.optional().openapi({ description: 'Made at or after (UTC ms)' }),
   until: msTime.optional().openapi({ description: 'Made before (UTC ms)' }),
+  participantId: z
+    .string()
+    .min(1)
+    .max(64)
+    .optional()
+    .openapi({ description: 'Only messages of events about this participant' }),
 };
 export const MessageQuery = z.strictObject({
   ...messageFilter,

@@ -141,6 +141,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
     webhookBacklogBatch: config.WEBHOOK_BACKLOG_BATCH,
     supportUrl: config.SUPPORT_URL,
+    publicUrl: config.PUBLIC_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     limits: limits ?? undefined,

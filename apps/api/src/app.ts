@@ -26,6 +26,8 @@ import { idempotency } from './middleware/idempotency';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
 import { urlGuard } from './middleware/url-guard';
+import { PORTAL_PATH } from './portal/link';
+import { businessPortal } from './portal/routes';
 import { registerAdmin } from './routes/admin/index';
 import { registerGetHealth } from './routes/health/get-health';
 import { registerGetReadiness } from './routes/health/get-readiness';
@@ -99,6 +101,8 @@ export function createApp(deps: Deps) {
   app.route(QUEUE_DASHBOARD_PATH, queueDashboard(deps.queues));
   // The console signs operators in itself (a session cookie, see console/routes).
   app.route(CONSOLE_PATH, operatorConsole());
+  // A business's portal: opened by a signed link (see portal/link), never by a cookie.
+  app.route(PORTAL_PATH, businessPortal());
   app.use('/admin/v1/*', operatorAuth());
   app.use('/admin/v1/*', idempotency({ scope: () => 'operator' }));
   registerAdmin(app);

@@ -7,6 +7,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Redis } from 'ioredis';
 import type { ConsoleSession } from './console/session';
 import type { RateLimiter } from './limits/limiter';
+import type { PortalGrant } from './portal/link';
 
 /** Everything the API needs, built once at start (tests build their own). */
 export type Deps = {
@@ -43,6 +44,11 @@ export type Deps = {
    * @defaultValue true
    */
   secureCookies?: boolean;
+  /**
+   * The origin portal links point at (`PUBLIC_URL`).
+   * @defaultValue the origin of the request that asks for the link
+   */
+  publicUrl?: string;
   /**
    * `supportUrl` of error bodies.
    * @defaultValue the errors section of this service's docs page, `<origin>/v1/docs#errors`
@@ -98,6 +104,8 @@ export type AppEnv = {
     principal: Principal;
     /** Set on console requests once their session cookie was verified. */
     consoleSession?: ConsoleSession;
+    /** Set on portal requests once their link was verified: its grant and the link's token. */
+    portal?: PortalGrant & { token: string };
     accountId?: string;
     /**
      * Set by a route once its durable write committed: the answer to give if the request deadline passes

@@ -448,6 +448,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/portal-sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A signed link to the business portal: the account's webhooks, deliveries and attempts
+         * @description An ADMIN key only (a MEMBER's is refused 403). The portal shows the account's endpoints (one campaign's, with `campaignId`), their message log and attempts, replay, secret rotation, a test event and the event catalog, and nothing else. It may be framed by the origins the account allows (`frameAncestors`, set by the operator); every other page refuses framing. An expired or altered link shows nothing.
+         */
+        post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts": {
         parameters: {
             query?: never;
@@ -483,7 +503,11 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Rename an account, or set the origins that may frame its portal
+         * @description `frameAncestors` replaces the list: each an origin such as `https://app.example.com` (https, lower case, no path; `http://localhost` for development). Plan, quota and rate limits are set when the account is made.
+         */
+        patch: operations["adminUpdateAccount"];
         trace?: never;
     };
     "/admin/v1/accounts/{accountId}/users": {
@@ -2010,6 +2034,21 @@ export interface components {
             /** @description Whether another page follows */
             more: boolean;
         };
+        PortalSession: {
+            /** @description The portal's link: open it, or embed it in an iframe of an origin the account allows. It is a credential until it expires: hand it to the signed-in user only. `null` in a replay of the answer for a repeated Idempotency-Key. */
+            url: string | null;
+            /** @description When the link stops opening the portal (UTC ms) */
+            expiresAt: number;
+        };
+        PortalSessionRequest: {
+            /**
+             * @description Only this campaign's webhooks; absent: every campaign of the account
+             * @example a1b2c3d4
+             */
+            campaignId?: string;
+            /** @description How long the link opens the portal, 60 to 86400 s (default 3600) */
+            expiresInSeconds?: number;
+        };
         /** @description A business, with its plan, quota and rate limits */
         Account: {
             id: string;
@@ -2033,6 +2072,8 @@ export interface components {
                 /** @description Writes per minute before the slowdown (default 60; 0: off) */
                 slowdownAfter?: number;
             } | null;
+            /** @description The origins whose pages may frame the account's portal (none: no page may) */
+            frameAncestors: string[];
             /** @description When it was made (UTC ms) */
             createdAt: number;
         };
@@ -2045,6 +2086,11 @@ export interface components {
             nextId: string | null;
             /** @description Whether another page follows */
             more: boolean;
+        };
+        AccountPatch: {
+            name?: string;
+            /** @description The origins whose pages may embed the account's portal in a frame, such as `https://app.example.com` (at most 20; every other page refuses framing) */
+            frameAncestors?: string[];
         };
         /** @description A team member of an account */
         User: {
@@ -8128,6 +8174,267 @@ export interface operations {
             };
         };
     };
+    createPortalSession: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PortalSessionRequest"];
+                "application/x-www-form-urlencoded": components["schemas"]["PortalSessionRequest"];
+            };
+        };
+        responses: {
+            /** @description The link and when it expires */
+            200: {
+                headers: {
+                    /** @description Only on a replay: the fields that held a secret in the first answer, `null` here (the secret is never stored) */
+                    "Idempotent-Withheld"?: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PortalSession"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
     adminListAccounts: {
         parameters: {
             query?: {
@@ -8267,25 +8574,8 @@ export interface operations {
                         /** @description Writes per minute before the slowdown (default 60; 0: off) */
                         slowdownAfter?: number;
                     } | null;
-                };
-                "application/x-www-form-urlencoded": {
-                    name: string;
-                    /** @enum {string} */
-                    plan: "FREE" | "STARTER" | "GROWTH" | "ENTERPRISE";
-                    /** @description null or absent: no quota */
-                    participantQuota?: number | null;
-                    rateLimits?: {
-                        /** @description Requests per 5-second window (default 30) */
-                        second?: number;
-                        /** @description Requests per minute (default 200) */
-                        minute?: number;
-                        /** @description Requests per hour (default 10000) */
-                        hour?: number;
-                        /** @description Requests in flight per client IP (default 3) */
-                        concurrency?: number;
-                        /** @description Writes per minute before the slowdown (default 60; 0: off) */
-                        slowdownAfter?: number;
-                    } | null;
+                    /** @description The origins whose pages may embed the account's portal in a frame, such as `https://app.example.com` (at most 20; every other page refuses framing) */
+                    frameAncestors?: string[];
                 };
             };
         };
@@ -8437,6 +8727,131 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description The account */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminUpdateAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AccountPatch"];
+            };
+        };
         responses: {
             /** @description The account */
             200: {

@@ -190,6 +190,16 @@ export const envSchema = z.object({
   RATE_LIMIT_TIMEOUT_MS: intFromEnv(250, 1),
   /** Error bodies carry `supportUrl`; default: the errors section of this service's docs page, `/v1/docs#errors`. */
   SUPPORT_URL: z.url().optional(),
+  /**
+   * The address browsers reach this service at (scheme, host, port), for the portal links
+   * `POST /v1/portal-sessions` hands out, such as `https://loyalty.example.com`; set it behind a proxy.
+   * @defaultValue the origin of the request that asks for the link
+   */
+  PUBLIC_URL: z
+    .url()
+    .refine((u) => /^https?:\/\/[^/?#]+\/?$/.test(u), 'an origin: http(s)://host[:port], no path')
+    .transform((u) => u.replace(/\/$/, ''))
+    .optional(),
 });
 
 export type Env = z.infer<typeof envSchema>;

@@ -17,6 +17,7 @@ export * from './rules/leaderboard';
 export * from './rules/limits';
 export * from './rules/months';
 export * from './rules/points';
+export * from './rules/portal';
 export * from './rules/unlock';
 export * from './serialize';
 export * from './services/actions/index';

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   countAction,
+  frameAncestorProblem,
+  frameAncestorsDirective,
   goalCount,
   hasWinnersCap,
   limitAllows,
@@ -198,5 +200,44 @@ describe('countAction', () => {
       loyaltyActionCount: 8,
     });
     expect(countAction(base, 'crew_b', '2027-01').counters.prevMonthlyLoyaltyActionCount).toBe(0);
+  });
+});
+
+describe('frame ancestors of the portal', () => {
+  it('takes https origins (with a wildcard subdomain) and http on this machine, lower case, without a path', () => {
+    for (const ok of [
+      'https://app.example.com',
+      'https://*.example.com',
+      'https://shop.example.co.uk:8443',
+      'http://localhost:3000',
+      'http://127.0.0.1',
+    ]) {
+      expect(frameAncestorProblem(ok), ok).toBeNull();
+    }
+  });
+
+  it('refuses what could end the directive, paths, other schemes, upper case and bad ports', () => {
+    for (const bad of [
+      "https://a.example.com; script-src 'unsafe-inline'",
+      'https://a.example.com,https://b.example.com',
+      'https://a.example.com https://b.example.com',
+      'https://a.example.com/path',
+      'http://app.example.com',
+      'https://App.Example.com',
+      'https://user@example.com',
+      '*',
+      "'self'",
+      'https://example.com:99999',
+      '__proto__',
+    ]) {
+      expect(frameAncestorProblem(bad), bad).not.toBeNull();
+    }
+  });
+
+  it("writes the directive: the origins, or 'none'", () => {
+    expect(frameAncestorsDirective([])).toBe("frame-ancestors 'none'");
+    expect(frameAncestorsDirective(['https://a.example.com', 'http://localhost:3000'])).toBe(
+      'frame-ancestors https://a.example.com http://localhost:3000',
+    );
   });
 });

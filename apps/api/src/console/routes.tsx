@@ -1,15 +1,14 @@
 /** @jsxImportSource hono/jsx */
-import { clip, operationsOverview, validationError } from '@stampcard/core';
+import { clip, operationsOverview } from '@stampcard/core';
 import { queueCounts } from '@stampcard/jobs';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { crossSiteReason, pageHeaders, STATE_CHANGING } from '../dashboard';
 import type { AppEnv } from '../env';
 import { errorResponse } from '../errors';
-import { badStringReason } from '../lib/parse-body';
 import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
-import { idOf } from './lib';
+import { formListOf, formOf, idOf, pagePolicy } from './lib';
 import { registerPrograms } from './programs';
 import { registerReviews } from './reviews';
 import {
@@ -34,22 +33,8 @@ import {
 } from './views';
 import { registerWebhookPages } from './webhooks/routes';
 
-/**
- * Everything the console loads comes from this service, scripts from files only (no inline script, no eval:
- * htmx reads its settings from a meta element), and no page of another site may frame it.
- */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "form-action 'self'",
-  "base-uri 'none'",
-  "object-src 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
+/** The console's policy: its pages may not be framed by any page. */
+const CONTENT_SECURITY_POLICY = pagePolicy("frame-ancestors 'none'");
 
 type C = Context<AppEnv>;
 
@@ -117,34 +102,6 @@ const requireSession: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   return undefined;
 };
-
-/**
- * A form body's text fields (nothing for another type of body), in an object without a prototype. A field
- * whose name or value PostgreSQL would refuse (NUL, an unpaired surrogate) is a 400 here, before any of it
- * reaches a statement.
- */
-async function formOf(c: C): Promise<Record<string, string | undefined>> {
-  const type = c.req.header('content-type') ?? '';
-  const fields: Record<string, string | undefined> = Object.create(null);
-  if (!/^(application\/x-www-form-urlencoded|multipart\/form-data)\b/i.test(type)) return fields;
-  for (const [name, value] of Object.entries(await c.req.parseBody())) {
-    const text = typeof value === 'string' ? value : undefined;
-    const reason = badStringReason(name) ?? (text === undefined ? null : badStringReason(text));
-    if (reason) {
-      throw validationError([{ location: 'body', param: clip(name, 64), value: null, msg: reason }]);
-    }
-    fields[name] = text;
-  }
-  return fields;
-}
-
-/** Every value of a form field that may repeat (checkboxes), checked as `formOf` checks them. */
-async function formListOf(c: C, name: string): Promise<string[]> {
-  await formOf(c);
-  const value = (await c.req.parseBody({ all: true }))[name];
-  const values = Array.isArray(value) ? value : value === undefined ? [] : [value];
-  return values.filter((v): v is string => typeof v === 'string');
-}
 
 const cookieOptions = (c: C) =>
   ({

@@ -1,7 +1,8 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { unavailable } from '@stampcard/core';
 import type { Redis } from 'ioredis';
 import { sameSecret } from '../lib/same-secret';
+import { derivedKey, mac } from '../lib/signed';
 
 /** The console's session cookie: only `/console` reads it. */
 export const SESSION_COOKIE = 'stampcard_console';
@@ -18,15 +19,9 @@ export type ConsoleSession = {
 
 const VERSION = 'v1';
 
-/**
- * The key sessions and CSRF tokens are signed with, derived from the operator token: a new token ends every
- * session signed with the old one, and the token itself never leaves the server.
- */
-function keyOf(operatorToken: string): Buffer {
-  return createHmac('sha256', operatorToken).update('stampcard console session key').digest();
-}
-
-const sign = (key: Buffer, what: string) => createHmac('sha256', key).update(what).digest('base64url');
+/** The key sessions and CSRF tokens are signed with (`derivedKey`). */
+const keyOf = (operatorToken: string) => derivedKey(operatorToken, 'console session');
+const sign = mac;
 
 /** A new session's cookie value: `v1.<expires ms>.<id>.<HMAC of the rest>`. */
 export function newSession(operatorToken: string, now: Date): { value: string; session: ConsoleSession } {

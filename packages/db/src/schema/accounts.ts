@@ -31,6 +31,8 @@ export const accounts = pgTable(
     /** Participants across the account's campaigns, kept in step with inserts and deletes (quota check). */
     participantCount: integer('participant_count').notNull().default(0),
     rateLimits: jsonb('rate_limits').$type<RateLimitOverrides>(),
+    /** The origins whose pages may embed the account's portal in a frame (CSP `frame-ancestors`). */
+    frameAncestors: text('frame_ancestors').array().notNull().default(sql`'{}'::text[]`),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
   },
   (t) => [index('accounts_page_idx').on(sql`(${t.id} collate "C")`)],

@@ -2,6 +2,7 @@ import type { App } from '../../env';
 import { registerCreateAccount } from './accounts/create-account';
 import { registerGetAccount } from './accounts/get-account';
 import { registerListAccounts } from './accounts/list-accounts';
+import { registerUpdateAccount } from './accounts/update-account';
 import { registerCreateApiKey } from './api-keys/create-api-key';
 import { registerGetApiKey } from './api-keys/get-api-key';
 import { registerListApiKeys } from './api-keys/list-api-keys';
@@ -28,6 +29,7 @@ export function registerAdmin(app: App) {
   registerCreateAccount(app);
   registerListAccounts(app);
   registerGetAccount(app);
+  registerUpdateAccount(app);
   registerCreateUser(app);
   registerListUsers(app);
   registerGetUser(app);

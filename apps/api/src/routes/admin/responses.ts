@@ -23,6 +23,9 @@ export const Account = z
       .int()
       .openapi({ description: "Participants across the account's campaigns" }),
     rateLimits: rateLimitsSchema.nullable().openapi({ description: 'null: the defaults' }),
+    frameAncestors: z
+      .array(z.string())
+      .openapi({ description: "The origins whose pages may frame the account's portal (none: no page may)" }),
     createdAt: ms('When it was made'),
   })
   .openapi('Account', { description: 'A business, with its plan, quota and rate limits' });

@@ -2,8 +2,10 @@ import { z } from '@hono/zod-openapi';
 import {
   FORBIDDEN_METADATA_KEYS,
   formFieldKeyProblem,
+  frameAncestorProblem,
   listEntryKind,
   MAX_FORM_FIELDS,
+  MAX_FRAME_ANCESTORS,
   MAX_POINTS_CONVERSIONS,
 } from '@stampcard/core';
 import { CAMPAIGN_STATUSES, PLANS, ROLES } from '@stampcard/db';
@@ -21,12 +23,33 @@ export const rateLimitsSchema = z.strictObject({
     .openapi({ description: 'Writes per minute before the slowdown (default 60; 0: off)' }),
 });
 
+const frameAncestors = z
+  .array(
+    z
+      .string()
+      .max(300)
+      .superRefine((origin, ctx) => {
+        const problem = frameAncestorProblem(origin);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+  )
+  .max(MAX_FRAME_ANCESTORS)
+  .openapi({
+    description: `The origins whose pages may embed the account's portal in a frame, such as \`https://app.example.com\` (at most ${MAX_FRAME_ANCESTORS}; every other page refuses framing)`,
+  });
+
 export const AccountBody = z.strictObject({
   name: z.string().min(1).max(255),
   plan: z.enum(PLANS),
   participantQuota: int(0).nullable().optional().openapi({ description: 'null or absent: no quota' }),
   rateLimits: rateLimitsSchema.nullable().optional(),
+  frameAncestors: frameAncestors.optional(),
 });
+
+export const AccountPatch = z
+  .strictObject({ name: z.string().min(1).max(255).optional(), frameAncestors: frameAncestors.optional() })
+  .refine((v) => Object.keys(v).length > 0, { message: 'nothing to change' })
+  .openapi('AccountPatch');
 
 const campaignIds = z.array(z.string().min(1).max(64)).max(1000);
 

@@ -16,6 +16,7 @@ import { registerGetLeaderboard } from './participants/get-leaderboard';
 import { registerGetParticipant } from './participants/get-participant';
 import { registerListParticipants } from './participants/list-participants';
 import { registerUpdateParticipant } from './participants/update-participant';
+import { registerCreatePortalSession } from './portal/create-portal-session';
 import { registerApproveReward } from './rewards/approve-reward';
 import { registerDeleteReward } from './rewards/delete-reward';
 import { registerFulfilReward } from './rewards/fulfil-reward';
@@ -44,4 +45,5 @@ export function registerV1(app: App) {
   registerListFormSubmissions(app);
   registerGetFormSubmission(app);
   registerReviewFormSubmission(app);
+  registerCreatePortalSession(app);
 }

@@ -3,6 +3,7 @@ export * from './accounts/create';
 export * from './accounts/list';
 export * from './accounts/serialize';
 export * from './accounts/show';
+export * from './accounts/update';
 export * from './api-keys/create';
 export * from './api-keys/list';
 export * from './api-keys/revoke';

@@ -8,6 +8,8 @@ export type AccountInput = {
   plan: Plan;
   participantQuota?: number | null;
   rateLimits?: RateLimitOverrides | null;
+  /** The origins that may frame the account's portal. @defaultValue [] */
+  frameAncestors?: string[];
 };
 
 export async function createAccount(ctx: Ctx, input: AccountInput) {
@@ -20,6 +22,7 @@ export async function createAccount(ctx: Ctx, input: AccountInput) {
         plan: input.plan,
         participantQuota: input.participantQuota ?? null,
         rateLimits: input.rateLimits ?? null,
+        frameAncestors: [...new Set(input.frameAncestors ?? [])],
         createdAt: ctx.clock.now(),
       })
       .returning(),

@@ -8,6 +8,7 @@ export function serializeAccount(a: typeof accounts.$inferSelect) {
     participantQuota: a.participantQuota,
     participantCount: a.participantCount,
     rateLimits: a.rateLimits,
+    frameAncestors: a.frameAncestors,
     createdAt: a.createdAt.getTime(),
   };
 }

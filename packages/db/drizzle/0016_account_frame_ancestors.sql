@@ -1,0 +1,1 @@
+ALTER TABLE "accounts" ADD COLUMN "frame_ancestors" text[] DEFAULT '{}'::text[] NOT NULL;

@@ -468,6 +468,231 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/campaign/{id}/webhook-endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A campaign's webhook endpoints (without secrets) */
+        get: operations["listWebhookEndpoints"];
+        put?: never;
+        /** Register a webhook endpoint; the answer carries its secret (whsec_…), shown this once */
+        post: operations["createWebhookEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook endpoint: its settings, and why it is disabled if it is */
+        get: operations["getWebhookEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an endpoint with its messages and their attempts
+         * @description The endpoint is gone at once: every route answers 404 for it and its messages, it is left out of lists, and it receives and delivers nothing more. Its messages and their attempts are deleted in batches (`WEBHOOK_BACKLOG_BATCH`, 1,000; the first before the answer, the others in the background), then the endpoint itself. Deleting is allowed whatever the endpoint is doing, and ends a release or discard still running.
+         */
+        delete: operations["deleteWebhookEndpoint"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an endpoint; enabling a disabled one delivers the messages it kept meanwhile
+         * @description Enabling answers at once with `released`, the number of kept messages it releases: the first batch (`WEBHOOK_BACKLOG_BATCH`, 1,000) is due at once, the others are released in batches in the background, and `backlog` on the endpoint shows the progress until `DONE`. Disabling it during a release ends the release (`CANCELLED`): what is left stays held. Enabling it while a discard runs answers 409 `OPERATION_IN_PROGRESS`.
+         */
+        patch: operations["updateWebhookEndpoint"];
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new signing secret, shown once; the old one keeps signing beside it for `overlapMs` (24 h) */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/previous-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** End a rotation's overlap now: only the new secret signs from here on */
+        delete: operations["revokePreviousWebhookSecret"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a signed WEBHOOK_TEST message to this endpoint only; follow it in its messages */
+        post: operations["sendWebhookTest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An endpoint's messages, newest first, each with its first and last attempts and their count
+         * @description Filters: `status` (PENDING, SUCCEEDED, FAILED, DISCARDED), `eventType`, `since`/`until` (UTC ms). Paged by `after`.
+         */
+        get: operations["listWebhookMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again an endpoint's messages that match (default: FAILED), each once
+         * @description Filters: `status` (FAILED, SUCCEEDED or DISCARDED), `eventType`, `since`/`until` (UTC ms). At most 10,000 per call (`more` says when to call again).
+         */
+        post: operations["replayWebhookMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/discard-pending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Drop the messages an endpoint still has to deliver (e.g. kept while it was disabled)
+         * @description Answers at once with `discarded`, the number of pending messages made until now: the first batch (`WEBHOOK_BACKLOG_BATCH`, 1,000) is discarded at once, the others in batches in the background, and `backlog` (here and on the endpoint) shows the progress until `DONE`. While a release or another discard of the endpoint runs, it answers 409 `OPERATION_IN_PROGRESS`.
+         */
+        post: operations["discardPendingWebhookMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-messages/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook message with its first and last attempts (time, status, latency, answer excerpt, error class) and their count */
+        get: operations["getWebhookMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-messages/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deliver one message again, same id, fresh retry schedule */
+        post: operations["replayWebhookMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-endpoints/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again every message that failed since a time (after a receiver outage)
+         * @description The replay of `status: FAILED, since`: each once, on a fresh schedule, with its own `webhook-id`. At most 10,000 per call (`more` says when to call again).
+         */
+        post: operations["recoverWebhookMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every event type a webhook carries, with what it means and an example body */
+        get: operations["listWebhookEventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/accounts": {
         parameters: {
             query?: never;
@@ -924,6 +1149,43 @@ export interface paths {
         put?: never;
         /** Deliver one message again, same id, fresh retry schedule */
         post: operations["adminReplayMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/webhook-endpoints/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver again every message that failed since a time (after a receiver outage)
+         * @description The replay of `status: FAILED, since`: each once, on a fresh schedule, with its own `webhook-id`. At most 10,000 per call (`more` says when to call again).
+         */
+        post: operations["adminRecoverMessages"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/webhook-event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every event type a webhook carries, with what it means and an example body */
+        get: operations["adminListWebhookEventTypes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2049,6 +2311,153 @@ export interface components {
             /** @description How long the link opens the portal, 60 to 86400 s (default 3600) */
             expiresInSeconds?: number;
         };
+        /** @description A webhook endpoint with its new signing secret */
+        WebhookEndpointWithSecret: {
+            id: string;
+            campaignId: string;
+            url: string;
+            description: string;
+            /** @description The event types it receives; empty: all */
+            eventTypes: string[];
+            /** @enum {string} */
+            kind: "NOTIFY" | "FULFILMENT";
+            enabled: boolean;
+            /**
+             * @description OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)
+             * @enum {string|null}
+             */
+            disabledReason: "OPERATOR" | "GONE" | "FAILING" | null;
+            /** @description When it was disabled (UTC ms) */
+            disabledAt: number | null;
+            /** @description Deliveries per second; null: no limit */
+            rateLimit: number | null;
+            /** @description When its current run of failures began (UTC ms) */
+            failingSince: number | null;
+            /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
+            throttledSince: number | null;
+            /** @description While a rotation overlaps, when the previous secret stops signing (UTC ms) */
+            previousSecretExpiresAt: number | null;
+            /** @description When it was made (UTC ms) */
+            createdAt: number;
+            /** @description When it last changed (UTC ms) */
+            updatedAt: number;
+            backlog: components["schemas"]["WebhookBacklog"];
+            /** @description The signing secret (`whsec_…`), shown in this answer only: null in a replay of it (`Idempotent-Withheld: secret`), which never stores it */
+            secret: string | null;
+        };
+        /** @description Its latest release or discard of messages and its progress; null if it never had one */
+        WebhookBacklog: {
+            /**
+             * @description RELEASE: the messages it held while disabled, made due when it was enabled; DISCARD: its pending messages, dropped
+             * @enum {string}
+             */
+            kind: "RELEASE" | "DISCARD";
+            /**
+             * @description RUNNING (in batches, in the background), DONE, or CANCELLED (a release of an endpoint disabled again)
+             * @enum {string}
+             */
+            state: "RUNNING" | "DONE" | "CANCELLED";
+            /** @description Messages it has to handle, counted when it started */
+            total: number;
+            /** @description Messages handled so far */
+            done: number;
+            /** @description When it started (UTC ms) */
+            startedAt: number;
+            /** @description When it ended (UTC ms) */
+            finishedAt: number | null;
+        } | null;
+        /** @description A webhook endpoint of a campaign */
+        WebhookEndpoint: {
+            id: string;
+            campaignId: string;
+            url: string;
+            description: string;
+            /** @description The event types it receives; empty: all */
+            eventTypes: string[];
+            /** @enum {string} */
+            kind: "NOTIFY" | "FULFILMENT";
+            enabled: boolean;
+            /**
+             * @description OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)
+             * @enum {string|null}
+             */
+            disabledReason: "OPERATOR" | "GONE" | "FAILING" | null;
+            /** @description When it was disabled (UTC ms) */
+            disabledAt: number | null;
+            /** @description Deliveries per second; null: no limit */
+            rateLimit: number | null;
+            /** @description When its current run of failures began (UTC ms) */
+            failingSince: number | null;
+            /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
+            throttledSince: number | null;
+            /** @description While a rotation overlaps, when the previous secret stops signing (UTC ms) */
+            previousSecretExpiresAt: number | null;
+            /** @description When it was made (UTC ms) */
+            createdAt: number;
+            /** @description When it last changed (UTC ms) */
+            updatedAt: number;
+            backlog: components["schemas"]["WebhookBacklog"];
+        };
+        /** @description One event for one endpoint, with its first and last attempts and how many there were */
+        WebhookMessage: {
+            id: string;
+            endpointId: string;
+            campaignId: string;
+            /** @description null for a test message */
+            eventId: string | null;
+            /** @description An event type, or WEBHOOK_TEST */
+            eventType: string;
+            /** @enum {string} */
+            status: "PENDING" | "SUCCEEDED" | "FAILED" | "DISCARDED";
+            /** @description Attempts of the current schedule */
+            attempts: number;
+            /** @description When it is next tried, while PENDING (UTC ms) */
+            nextAttemptAt: number | null;
+            lastStatusCode: number | null;
+            lastError: string | null;
+            /** @description When it was made (UTC ms) */
+            createdAt: number;
+            /** @description When it last changed (UTC ms) */
+            updatedAt: number;
+            /** @description When a 2xx came back (UTC ms) */
+            succeededAt: number | null;
+            /** @description Its first 10 attempts and its last 10, oldest first; those between are not kept */
+            attemptLog: components["schemas"]["WebhookAttempt"][];
+            /** @description Every attempt made, in every schedule */
+            attemptCount: number;
+            /** @description Attempts between the first and the last that the log no longer holds */
+            attemptsOmitted: number;
+        };
+        /** @description One attempt to deliver a message */
+        WebhookAttempt: {
+            id: string;
+            /** @description When it was made (UTC ms) */
+            attemptedAt: number;
+            /** @description null when no answer came */
+            statusCode: number | null;
+            latencyMs: number;
+            /** @description At most 4 KiB of the answer */
+            responseExcerpt: string | null;
+            /** @description TIMEOUT, CONNECTION, REFUSED_ADDRESS, HTTP_STATUS…; null on success */
+            errorClass: string | null;
+            succeeded: boolean;
+            /** @description A 429/503 with Retry-After: it did not count, unless the endpoint's run of throttles had passed WEBHOOK_FREE_THROTTLES */
+            throttled: boolean;
+        };
+        RecoverMessages: {
+            /** @description Deliver again every FAILED message made at or after this time (UTC ms) */
+            since: number;
+        };
+        WebhookEventTypeList: {
+            eventTypes: {
+                type: string;
+                description: string;
+                /** @description A body as it is sent: `{ type, timestamp, data }` */
+                example: {
+                    [key: string]: unknown;
+                };
+            }[];
+        };
         /** @description A business, with its plan, quota and rate limits */
         Account: {
             id: string;
@@ -2262,139 +2671,6 @@ export interface components {
              * @enum {string}
              */
             fraudRiskLevel: "LOW" | "MEDIUM" | "HIGH";
-        };
-        /** @description A webhook endpoint with its new signing secret */
-        WebhookEndpointWithSecret: {
-            id: string;
-            campaignId: string;
-            url: string;
-            description: string;
-            /** @description The event types it receives; empty: all */
-            eventTypes: string[];
-            /** @enum {string} */
-            kind: "NOTIFY" | "FULFILMENT";
-            enabled: boolean;
-            /**
-             * @description OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)
-             * @enum {string|null}
-             */
-            disabledReason: "OPERATOR" | "GONE" | "FAILING" | null;
-            /** @description When it was disabled (UTC ms) */
-            disabledAt: number | null;
-            /** @description Deliveries per second; null: no limit */
-            rateLimit: number | null;
-            /** @description When its current run of failures began (UTC ms) */
-            failingSince: number | null;
-            /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
-            throttledSince: number | null;
-            /** @description While a rotation overlaps, when the previous secret stops signing (UTC ms) */
-            previousSecretExpiresAt: number | null;
-            /** @description When it was made (UTC ms) */
-            createdAt: number;
-            /** @description When it last changed (UTC ms) */
-            updatedAt: number;
-            backlog: components["schemas"]["WebhookBacklog"];
-            /** @description The signing secret (`whsec_…`), shown in this answer only: null in a replay of it (`Idempotent-Withheld: secret`), which never stores it */
-            secret: string | null;
-        };
-        /** @description Its latest release or discard of messages and its progress; null if it never had one */
-        WebhookBacklog: {
-            /**
-             * @description RELEASE: the messages it held while disabled, made due when it was enabled; DISCARD: its pending messages, dropped
-             * @enum {string}
-             */
-            kind: "RELEASE" | "DISCARD";
-            /**
-             * @description RUNNING (in batches, in the background), DONE, or CANCELLED (a release of an endpoint disabled again)
-             * @enum {string}
-             */
-            state: "RUNNING" | "DONE" | "CANCELLED";
-            /** @description Messages it has to handle, counted when it started */
-            total: number;
-            /** @description Messages handled so far */
-            done: number;
-            /** @description When it started (UTC ms) */
-            startedAt: number;
-            /** @description When it ended (UTC ms) */
-            finishedAt: number | null;
-        } | null;
-        /** @description A webhook endpoint of a campaign */
-        WebhookEndpoint: {
-            id: string;
-            campaignId: string;
-            url: string;
-            description: string;
-            /** @description The event types it receives; empty: all */
-            eventTypes: string[];
-            /** @enum {string} */
-            kind: "NOTIFY" | "FULFILMENT";
-            enabled: boolean;
-            /**
-             * @description OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)
-             * @enum {string|null}
-             */
-            disabledReason: "OPERATOR" | "GONE" | "FAILING" | null;
-            /** @description When it was disabled (UTC ms) */
-            disabledAt: number | null;
-            /** @description Deliveries per second; null: no limit */
-            rateLimit: number | null;
-            /** @description When its current run of failures began (UTC ms) */
-            failingSince: number | null;
-            /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
-            throttledSince: number | null;
-            /** @description While a rotation overlaps, when the previous secret stops signing (UTC ms) */
-            previousSecretExpiresAt: number | null;
-            /** @description When it was made (UTC ms) */
-            createdAt: number;
-            /** @description When it last changed (UTC ms) */
-            updatedAt: number;
-            backlog: components["schemas"]["WebhookBacklog"];
-        };
-        /** @description One event for one endpoint, with its first and last attempts and how many there were */
-        WebhookMessage: {
-            id: string;
-            endpointId: string;
-            campaignId: string;
-            /** @description null for a test message */
-            eventId: string | null;
-            /** @description An event type, or WEBHOOK_TEST */
-            eventType: string;
-            /** @enum {string} */
-            status: "PENDING" | "SUCCEEDED" | "FAILED" | "DISCARDED";
-            /** @description Attempts of the current schedule */
-            attempts: number;
-            /** @description When it is next tried, while PENDING (UTC ms) */
-            nextAttemptAt: number | null;
-            lastStatusCode: number | null;
-            lastError: string | null;
-            /** @description When it was made (UTC ms) */
-            createdAt: number;
-            /** @description When it last changed (UTC ms) */
-            updatedAt: number;
-            /** @description When a 2xx came back (UTC ms) */
-            succeededAt: number | null;
-            /** @description Its first 10 attempts and its last 10, oldest first; those between are not kept */
-            attemptLog: components["schemas"]["WebhookAttempt"][];
-            /** @description Every attempt made, in every schedule */
-            attemptCount: number;
-            /** @description Attempts between the first and the last that the log no longer holds */
-            attemptsOmitted: number;
-        };
-        /** @description One attempt to deliver a message */
-        WebhookAttempt: {
-            id: string;
-            /** @description When it was made (UTC ms) */
-            attemptedAt: number;
-            /** @description null when no answer came */
-            statusCode: number | null;
-            latencyMs: number;
-            /** @description At most 4 KiB of the answer */
-            responseExcerpt: string | null;
-            /** @description TIMEOUT, CONNECTION, REFUSED_ADDRESS, HTTP_STATUS…; null on success */
-            errorClass: string | null;
-            succeeded: boolean;
-            /** @description A 429/503 with Retry-After: it did not count, unless the endpoint's run of throttles had passed WEBHOOK_FREE_THROTTLES */
-            throttled: boolean;
         };
     };
     responses: never;
@@ -8435,6 +8711,3684 @@ export interface operations {
             };
         };
     };
+    listWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ endpoints }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        endpoints: components["schemas"]["WebhookEndpoint"][];
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    createWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description http or https; a non-public address is refused unless allowed by the operator */
+                    url: string;
+                    /** @description Event types to receive; empty or absent: all (FULFILMENT: PARTICIPANT_REACHED_A_GOAL) */
+                    eventTypes?: ("NEW_PARTICIPANT_ADDED" | "PARTICIPANT_UPDATED" | "PARTICIPANT_FRAUD_STATUS_UPDATED" | "LOYALTY_ACTION_APPLIED" | "PARTICIPANT_REACHED_A_GOAL" | "PARTICIPANT_REWARD_FULFILLED" | "PARTICIPANT_SUBMITTED_REWARD_FORM" | "REWARD_FORM_REVIEWED" | "PARTICIPANT_DELETED" | "PARTICIPANT_REWARD_DELETED" | "CAMPAIGN_ENDED" | "WEBHOOK_ENDPOINT_DISABLED")[];
+                    /** @enum {string} */
+                    kind?: "NOTIFY" | "FULFILMENT";
+                    enabled?: boolean;
+                    /** @description Deliveries per second, across every dispatcher; null: no limit */
+                    rateLimit?: number | null;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint with its `secret` */
+            200: {
+                headers: {
+                    /** @description Only on a replay: the fields that held a secret in the first answer, `null` here (the secret is never stored) */
+                    "Idempotent-Withheld"?: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    deleteWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ id, deleted: true }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        deleted: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    updateWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description http or https; a non-public address is refused unless allowed by the operator */
+                    url?: string;
+                    /** @description Event types to receive; empty or absent: all (FULFILMENT: PARTICIPANT_REACHED_A_GOAL) */
+                    eventTypes?: ("NEW_PARTICIPANT_ADDED" | "PARTICIPANT_UPDATED" | "PARTICIPANT_FRAUD_STATUS_UPDATED" | "LOYALTY_ACTION_APPLIED" | "PARTICIPANT_REACHED_A_GOAL" | "PARTICIPANT_REWARD_FULFILLED" | "PARTICIPANT_SUBMITTED_REWARD_FORM" | "REWARD_FORM_REVIEWED" | "PARTICIPANT_DELETED" | "PARTICIPANT_REWARD_DELETED" | "CAMPAIGN_ENDED" | "WEBHOOK_ENDPOINT_DISABLED")[];
+                    /** @enum {string} */
+                    kind?: "NOTIFY" | "FULFILMENT";
+                    enabled?: boolean;
+                    /** @description Deliveries per second, across every dispatcher; null: no limit */
+                    rateLimit?: number | null;
+                    description?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint, and `released`: how many kept messages are now due */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        campaignId: string;
+                        url: string;
+                        description: string;
+                        /** @description The event types it receives; empty: all */
+                        eventTypes: string[];
+                        /** @enum {string} */
+                        kind: "NOTIFY" | "FULFILMENT";
+                        enabled: boolean;
+                        /**
+                         * @description OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)
+                         * @enum {string|null}
+                         */
+                        disabledReason: "OPERATOR" | "GONE" | "FAILING" | null;
+                        /** @description When it was disabled (UTC ms) */
+                        disabledAt: number | null;
+                        /** @description Deliveries per second; null: no limit */
+                        rateLimit: number | null;
+                        /** @description When its current run of failures began (UTC ms) */
+                        failingSince: number | null;
+                        /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
+                        throttledSince: number | null;
+                        /** @description While a rotation overlaps, when the previous secret stops signing (UTC ms) */
+                        previousSecretExpiresAt: number | null;
+                        /** @description When it was made (UTC ms) */
+                        createdAt: number;
+                        /** @description When it last changed (UTC ms) */
+                        updatedAt: number;
+                        backlog: components["schemas"]["WebhookBacklog"];
+                        /** @description Messages kept while it was disabled that this change releases (when it enabled it): the first batch is due at once, the rest follow in the background (see `backlog`) */
+                        released: number;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Conflict: `OPERATION_IN_PROGRESS`.
+             *
+             *     - `OPERATION_IN_PROGRESS`: A webhook endpoint is still releasing or discarding its messages in the background: enabling it during a discard, or discarding during a release or another discard, waits until that operation is DONE. `operation: { kind, state, total, done, startedAt, finishedAt }` is the one running (as the endpoint's `backlog` shows it). Deleting the endpoint is always allowed.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "OPERATION_IN_PROGRESS";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /** @description How long the old secret keeps signing beside the new one, in ms (default 24 h) */
+                    overlapMs?: number;
+                };
+                "application/x-www-form-urlencoded": {
+                    /** @description How long the old secret keeps signing beside the new one, in ms (default 24 h) */
+                    overlapMs?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The endpoint with its new `secret` */
+            200: {
+                headers: {
+                    /** @description Only on a replay: the fields that held a secret in the first answer, `null` here (the secret is never stored) */
+                    "Idempotent-Withheld"?: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    revokePreviousWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    sendWebhookTest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ messageId, endpointEnabled }` */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messageId: string;
+                        endpointEnabled: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listWebhookMessages: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "SUCCEEDED" | "FAILED" | "DISCARDED";
+                eventType?: string;
+                /** @description Made at or after (UTC ms) */
+                since?: number | null;
+                /** @description Made before (UTC ms) */
+                until?: number | null;
+                /** @description Only messages of events about this participant */
+                participantId?: string;
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The last message id of the previous page */
+                after?: string;
+            };
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ messages, more, nextAfter }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messages: components["schemas"]["WebhookMessage"][];
+                        more: boolean;
+                        /** @description The `after` of the next page */
+                        nextAfter: string | null;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    replayWebhookMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description Which messages to deliver again (default FAILED)
+                     * @enum {string}
+                     */
+                    status?: "FAILED" | "SUCCEEDED" | "DISCARDED";
+                    eventType?: string;
+                    since?: number;
+                    until?: number;
+                    /** @description Only messages of events about this participant */
+                    participantId?: string;
+                };
+                "application/x-www-form-urlencoded": {
+                    /**
+                     * @description Which messages to deliver again (default FAILED)
+                     * @enum {string}
+                     */
+                    status?: "FAILED" | "SUCCEEDED" | "DISCARDED";
+                    eventType?: string;
+                    since?: number;
+                    until?: number;
+                    /** @description Only messages of events about this participant */
+                    participantId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description `{ replayed, more, endpointEnabled }` */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Messages due again */
+                        replayed: number;
+                        /** @description More matched than one call replays (10,000): call again */
+                        more: boolean;
+                        /** @description false: they wait until the endpoint is enabled */
+                        endpointEnabled: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    discardPendingWebhookMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ discarded, backlog }` */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Pending messages being discarded (those made until now): the first batch at once, the rest in the background */
+                        discarded: number;
+                        backlog: components["schemas"]["WebhookBacklog"] & unknown;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Conflict: `OPERATION_IN_PROGRESS`.
+             *
+             *     - `OPERATION_IN_PROGRESS`: A webhook endpoint is still releasing or discarding its messages in the background: enabling it during a discard, or discarding during a release or another discard, waits until that operation is DONE. `operation: { kind, state, total, done, startedAt, finishedAt }` is the one running (as the endpoint's `backlog` shows it). Deleting the endpoint is always allowed.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "OPERATION_IN_PROGRESS";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getWebhookMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    replayWebhookMessage: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The message */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookMessage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    recoverWebhookMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverMessages"];
+                "application/x-www-form-urlencoded": components["schemas"]["RecoverMessages"];
+            };
+        };
+        responses: {
+            /** @description `{ replayed, more, endpointEnabled }` */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Messages due again */
+                        replayed: number;
+                        /** @description More matched than one call replays (10,000): call again */
+                        more: boolean;
+                        /** @description false: they wait until the endpoint is enabled */
+                        endpointEnabled: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ eventTypes }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
     adminListAccounts: {
         parameters: {
             query?: {
@@ -13471,6 +17425,287 @@ export interface operations {
                         code?: "DUPLICATE_REQUEST";
                         /** @enum {number} */
                         status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminRecoverMessages: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoverMessages"];
+                "application/x-www-form-urlencoded": components["schemas"]["RecoverMessages"];
+            };
+        };
+        responses: {
+            /** @description `{ replayed, more, endpointEnabled }` */
+            200: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Messages due again */
+                        replayed: number;
+                        /** @description More matched than one call replays (10,000): call again */
+                        more: boolean;
+                        /** @description false: they wait until the endpoint is enabled */
+                        endpointEnabled: boolean;
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListWebhookEventTypes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ eventTypes }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventTypeList"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
                     };
                 };
             };

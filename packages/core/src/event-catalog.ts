@@ -1,22 +1,35 @@
 import type { z } from 'zod';
-import { type EmittedEventType, EVENT_SCHEMAS } from './event-schemas';
+import { type EmittedEventType, EVENT_SCHEMAS, TEST_EVENT_DATA } from './event-schemas';
+import { TEST_EVENT_TYPE } from './services/webhooks/endpoints';
 
-/** What each event type tells a receiver, in a sentence: the catalog's text. */
-export const EVENT_DESCRIPTIONS: Record<EmittedEventType, string> = {
-  NEW_PARTICIPANT_ADDED: 'A participant joined a campaign (through the API, a form or an import).',
-  PARTICIPANT_SUBMITTED_REWARD_FORM:
-    "A participant sent a reward's form; it waits for review when the campaign asks.",
-  REWARD_FORM_REVIEWED: 'A form submission was approved (its loyalty action counts) or rejected.',
-  PARTICIPANT_UPDATED: "A participant's name, notes, metadata or counts changed.",
-  PARTICIPANT_FRAUD_STATUS_UPDATED: "A participant's fraud risk level changed, by anti-fraud or by hand.",
-  LOYALTY_ACTION_APPLIED: "A loyalty action was counted: the participant's counts after it.",
-  PARTICIPANT_REACHED_A_GOAL: 'A participant unlocked a reward: what a fulfilment integration delivers.',
-  PARTICIPANT_REWARD_FULFILLED: 'A reward was marked fulfilled (by its fulfilment endpoint or by hand).',
-  PARTICIPANT_DELETED: 'A participant was deleted; their personal data is erased from every event.',
-  PARTICIPANT_REWARD_DELETED: "A participant's reward was deleted (or refused on review).",
-  CAMPAIGN_ENDED: 'A campaign was marked COMPLETE: no more loyalty actions count.',
+/**
+ * What each webhook means to its receiver, for the OpenAPI document and the console's catalog; a type added to
+ * the catalogue must be described here (the type says so).
+ */
+export const EVENT_DESCRIPTIONS: Record<EmittedEventType | typeof TEST_EVENT_TYPE, string> = {
+  NEW_PARTICIPANT_ADDED:
+    'A participant joined the campaign: added through the API, or by a loyalty action that named a new email.',
+  PARTICIPANT_UPDATED:
+    'The API changed a participant: `changed` names the fields whose value changed, `participant` is as stored after.',
+  PARTICIPANT_FRAUD_STATUS_UPDATED:
+    "A participant's fraud risk level or reason code changed (e.g. set by hand: `MANUAL_UPDATE`); `previous` is what it had before.",
+  LOYALTY_ACTION_APPLIED:
+    'A worker applied a loyalty action: its counts are in; `unlockedRewards` lists the rewards it unlocked, if any.',
+  PARTICIPANT_REACHED_A_GOAL:
+    'A reward unlocked and is approved (at once, or later by manual review): `reward` is the whole ParticipantReward with its Reward. A `FULFILMENT` endpoint that answers 2xx marks it FULFILLED.',
+  PARTICIPANT_REWARD_FULFILLED:
+    'A reward became FULFILLED (a `FULFILMENT` endpoint answered 2xx to its goal, or the API fulfilled it).',
+  PARTICIPANT_SUBMITTED_REWARD_FORM: "A participant sent a reward's form: it waits for review (UNREVIEWED).",
+  REWARD_FORM_REVIEWED:
+    'A form submission was reviewed: `approved` true counted a loyalty action for its reward (`loyaltyActionId`), false unlocked nothing.',
+  PARTICIPANT_DELETED:
+    'A participant was deleted: ids and counts only, no personal data (their past events are erased from the feed and from messages not yet delivered).',
+  PARTICIPANT_REWARD_DELETED: 'An earned reward not yet approved was removed: ids only.',
+  CAMPAIGN_ENDED: 'The campaign became COMPLETE.',
   WEBHOOK_ENDPOINT_DISABLED:
-    "One of the campaign's endpoints stopped receiving (it answered 410, or failed for days).",
+    "An endpoint of the campaign stopped receiving (it answered 410, or failed for 5 days): named by its id and its URL's host only.",
+  [TEST_EVENT_TYPE]:
+    'The operator API\'s "send a test" (`POST /admin/v1/webhook-endpoints/{id}/test`): to that endpoint only, whatever event types it asked for.',
 };
 
 /** A fixed time in examples: 2026-01-15 09:30 UTC. */
@@ -80,16 +93,24 @@ export function exampleOf(schema: z.ZodType, key = ''): unknown {
   }
 }
 
-export type CatalogEntry = { type: EmittedEventType; description: string; example: unknown };
+export type CatalogEntry = {
+  type: EmittedEventType | typeof TEST_EVENT_TYPE;
+  description: string;
+  example: unknown;
+};
 
 /**
- * Every event type a webhook can carry, with its description and an example body as it is sent
- * (`{ type, timestamp, data }`), the data built from its schema.
+ * Every event type a webhook can carry (the test event last), with its description and an example body as it
+ * is sent (`{ type, timestamp, data }`), the data built from its schema.
  */
 export function eventCatalog(): CatalogEntry[] {
-  return (Object.keys(EVENT_SCHEMAS) as EmittedEventType[]).map((type) => ({
+  const schemas: [CatalogEntry['type'], z.ZodType][] = [
+    ...(Object.entries(EVENT_SCHEMAS) as [EmittedEventType, z.ZodType][]),
+    [TEST_EVENT_TYPE, TEST_EVENT_DATA],
+  ];
+  return schemas.map(([type, schema]) => ({
     type,
     description: EVENT_DESCRIPTIONS[type],
-    example: { type, timestamp: EXAMPLE_TIME, data: exampleOf(EVENT_SCHEMAS[type]) },
+    example: { type, timestamp: EXAMPLE_TIME, data: exampleOf(schema) },
   }));
 }

@@ -32,6 +32,11 @@ const TAGS = [
   { name: 'Loyalty actions', description: 'Counting actions towards rewards' },
   { name: 'Form submissions', description: 'Reward forms participants send, and their review' },
   { name: 'Events', description: "A campaign's events, to reconcile what webhooks missed" },
+  {
+    name: 'Webhook endpoints',
+    description:
+      "An ADMIN key's own webhooks: endpoints, their messages and attempts, replay, recovery, rotation, a test event, the event catalog, and the portal's links",
+  },
   { name: 'Operator: accounts', description: 'Operator API: accounts, team members and API keys' },
   { name: 'Operator: campaigns', description: 'Operator API: campaigns, their settings and rewards' },
   { name: 'Operator: webhooks', description: 'Operator API: webhook endpoints and their messages' },
@@ -46,7 +51,7 @@ const TAGS = [
 
 const DESCRIPTION = `The Stampcard REST API: loyalty programs (campaigns), their participants and loyalty actions, and the operator API that sets them up.
 
-**Public API** (\`/v1\`): every request carries \`Authorization: Bearer <API_KEY>\` (scheme \`ApiKey\`). Bodies are JSON or form-encoded: \`metadata[key]=value\` for an object's keys, \`name[]=a&name[]=b\` for an array. Each operation declares the form encoding OpenAPI can describe (scalars and flat objects, as \`deepObject\`); the operator bodies with arrays or deeper objects are declared as JSON only, since no OpenAPI style writes those. A body whose fields are all optional may be left out (it is then not \`required\`). Ids are strings; times in bodies are integer UTC milliseconds.
+**Public API** (\`/v1\`): every request carries \`Authorization: Bearer <API_KEY>\` (scheme \`ApiKey\`). Bodies are JSON or form-encoded: \`metadata[key]=value\` for an object's keys, \`name[]=a&name[]=b\` for an array. Each operation declares the form encoding OpenAPI can describe (scalars and flat objects, as \`deepObject\`); the bodies with arrays or deeper objects (a webhook endpoint's, some operator bodies) are declared as JSON only, since no OpenAPI style writes those. A body whose fields are all optional may be left out (it is then not \`required\`). Ids are strings; times in bodies are integer UTC milliseconds.
 
 **Webhooks**: the \`webhooks\` section is what the service POSTs to a campaign's endpoints, one entry per event type: the body \`{ type, timestamp, data }\` and the Standard Webhooks headers (\`webhook-id\`, \`webhook-timestamp\`, \`webhook-signature\`), plus \`stampcard-event-id\`, the event's id in \`GET /v1/campaign/{id}/events\`.
 

@@ -1,34 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { type EmittedEventType, TEST_EVENT_TYPE } from '@stampcard/core';
+import { EVENT_DESCRIPTIONS, TEST_EVENT_TYPE } from '@stampcard/core';
 import type { App } from '../env';
 import { pascal, TestWebhookBody, WEBHOOK_BODIES } from '../lib/views';
-
-/** What each webhook means to its receiver; a type added to the catalogue must be described here (the type says so). */
-const WHEN: Record<EmittedEventType | typeof TEST_EVENT_TYPE, string> = {
-  NEW_PARTICIPANT_ADDED:
-    'A participant joined the campaign: added through the API, or by a loyalty action that named a new email.',
-  PARTICIPANT_UPDATED:
-    'The API changed a participant: `changed` names the fields whose value changed, `participant` is as stored after.',
-  PARTICIPANT_FRAUD_STATUS_UPDATED:
-    "A participant's fraud risk level or reason code changed (e.g. set by hand: `MANUAL_UPDATE`); `previous` is what it had before.",
-  LOYALTY_ACTION_APPLIED:
-    'A worker applied a loyalty action: its counts are in; `unlockedRewards` lists the rewards it unlocked, if any.',
-  PARTICIPANT_REACHED_A_GOAL:
-    'A reward unlocked and is approved (at once, or later by manual review): `reward` is the whole ParticipantReward with its Reward. A `FULFILMENT` endpoint that answers 2xx marks it FULFILLED.',
-  PARTICIPANT_REWARD_FULFILLED:
-    'A reward became FULFILLED (a `FULFILMENT` endpoint answered 2xx to its goal, or the API fulfilled it).',
-  PARTICIPANT_SUBMITTED_REWARD_FORM: "A participant sent a reward's form: it waits for review (UNREVIEWED).",
-  REWARD_FORM_REVIEWED:
-    'A form submission was reviewed: `approved` true counted a loyalty action for its reward (`loyaltyActionId`), false unlocked nothing.',
-  PARTICIPANT_DELETED:
-    'A participant was deleted: ids and counts only, no personal data (their past events are erased from the feed and from messages not yet delivered).',
-  PARTICIPANT_REWARD_DELETED: 'An earned reward not yet approved was removed: ids only.',
-  CAMPAIGN_ENDED: 'The campaign became COMPLETE.',
-  WEBHOOK_ENDPOINT_DISABLED:
-    "An endpoint of the campaign stopped receiving (it answered 410, or failed for 5 days): named by its id and its URL's host only.",
-  [TEST_EVENT_TYPE]:
-    'The operator API\'s "send a test" (`POST /admin/v1/webhook-endpoints/{id}/test`): to that endpoint only, whatever event types it asked for.',
-};
 
 /** The headers of every delivery (Standard Webhooks), as the dispatcher sends them. */
 const headers = (withEventId: boolean) =>
@@ -93,7 +66,7 @@ export function registerWebhooks(app: App) {
       path: type,
       operationId: `webhook${pascal(type)}`,
       summary: type,
-      description: `${WHEN[type as keyof typeof WHEN]}\n\nSent to each enabled endpoint of the campaign whose \`eventTypes\` include it (or that lists none), signed with the Standard Webhooks headers.`,
+      description: `${EVENT_DESCRIPTIONS[type as keyof typeof EVENT_DESCRIPTIONS]}\n\nSent to each enabled endpoint of the campaign whose \`eventTypes\` include it (or that lists none), signed with the Standard Webhooks headers.`,
       tags: ['Webhooks'],
       security: [],
       request: {

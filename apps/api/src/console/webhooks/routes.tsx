@@ -33,7 +33,7 @@ import {
   handOffBacklog,
   MessageQuery,
   queueDeliveries,
-} from '../../routes/admin/webhooks/schemas';
+} from '../../routes/webhooks/schemas';
 import { type ConsoleHelpers, idOf, pagedOn } from '../lib';
 import {
   AccountPicker,

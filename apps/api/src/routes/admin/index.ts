@@ -1,4 +1,6 @@
 import type { App } from '../../env';
+import { registerWebhookRoutes } from '../webhooks/index';
+import { OPERATOR_WEBHOOKS } from '../webhooks/surface';
 import { registerCreateAccount } from './accounts/create-account';
 import { registerGetAccount } from './accounts/get-account';
 import { registerListAccounts } from './accounts/list-accounts';
@@ -22,7 +24,6 @@ import { registerCreateUser } from './users/create-user';
 import { registerGetUser } from './users/get-user';
 import { registerListUsers } from './users/list-users';
 import { registerUpdateUser } from './users/update-user';
-import { registerWebhookAdmin } from './webhooks/index';
 
 /** The operator API (`/admin/v1`), one file per endpoint. */
 export function registerAdmin(app: App) {
@@ -49,5 +50,5 @@ export function registerAdmin(app: App) {
   registerListParticipantsByRisk(app);
   registerSetFraudRiskLevel(app);
   registerListQueues(app);
-  registerWebhookAdmin(app);
+  registerWebhookRoutes(app, OPERATOR_WEBHOOKS);
 }

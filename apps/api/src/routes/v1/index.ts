@@ -1,4 +1,6 @@
 import type { App } from '../../env';
+import { registerWebhookRoutes } from '../webhooks/index';
+import { PUBLIC_WEBHOOKS } from '../webhooks/surface';
 import { registerGetCampaign } from './campaigns/get-campaign';
 import { registerListCampaigns } from './campaigns/list-campaigns';
 import { registerListEvents } from './events/list-events';
@@ -46,4 +48,5 @@ export function registerV1(app: App) {
   registerGetFormSubmission(app);
   registerReviewFormSubmission(app);
   registerCreatePortalSession(app);
+  registerWebhookRoutes(app, PUBLIC_WEBHOOKS);
 }

@@ -40,7 +40,7 @@ const route = createBodyRoute({
   summary: "A signed link to the business portal: the account's webhooks, deliveries and attempts",
   description:
     "An ADMIN key only (a MEMBER's is refused 403). The portal shows the account's endpoints (one campaign's, with `campaignId`), their message log and attempts, replay, secret rotation, a test event and the event catalog, and nothing else. It may be framed by the origins the account allows (`frameAncestors`, set by the operator); every other page refuses framing. An expired or altered link shows nothing.",
-  tags: ['Webhooks'],
+  tags: ['Webhook endpoints'],
   request: { body: jsonBody(Body) },
   responses: { ...okSecretResponse('The link and when it expires', PortalSession), ...errorResponses },
 });

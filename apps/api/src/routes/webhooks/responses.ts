@@ -160,3 +160,18 @@ export const DiscardAnswer = z.strictObject({
 export const TestMessageAnswer = z.strictObject({ messageId: z.string(), endpointEnabled: z.boolean() });
 
 export const DeletedEndpoint = z.strictObject({ id: z.string(), deleted: z.boolean() });
+
+/** `eventCatalog`: every type a webhook carries, with what it means and an example body built from its schema. */
+export const WebhookEventTypeList = z
+  .strictObject({
+    eventTypes: z.array(
+      z.strictObject({
+        type: z.string(),
+        description: z.string(),
+        example: z
+          .record(z.string(), z.unknown())
+          .openapi({ description: 'A body as it is sent: `{ type, timestamp, data }`' }),
+      }),
+    ),
+  })
+  .openapi('WebhookEventTypeList');

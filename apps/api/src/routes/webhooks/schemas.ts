@@ -4,8 +4,8 @@ import { EVENT_TYPES } from '@stampcard/core';
 import { ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
 import { enqueueBacklogSteps, scheduleDeliveries } from '@stampcard/jobs';
 import type { Context } from 'hono';
-import type { AppEnv } from '../../../env';
-import { int, pageLimit } from '../../../lib/schemas';
+import type { AppEnv } from '../../env';
+import { int, pageLimit } from '../../lib/schemas';
 
 export const endpointIdParam = z.object({ id: z.string().min(1).max(64) });
 

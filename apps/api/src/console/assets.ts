@@ -90,6 +90,8 @@ form.inline input, form.inline select { font: inherit; padding: .3rem; border: 1
 .answers { font-size: .85rem; word-break: break-all; max-width: 28rem; }
 .spark .ok { fill: var(--ok); } .spark .fail { fill: var(--bad); }
 form.stack { display: grid; gap: .4rem; max-width: 40rem; }
+form.stack textarea { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
+textarea.mono { font-family: monospace; font-size: .9rem; }
 form.stack input, form.stack select { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
 fieldset { border: 1px solid var(--line); border-radius: 4px; }
 .boxes { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: .2rem .8rem; font-size: .9rem; }

@@ -9,6 +9,7 @@ import { errorResponse } from '../errors';
 import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
 import { formListOf, formOf, idOf, pagePolicy } from './lib';
+import { registerParticipants } from './participants';
 import { registerPrograms } from './programs';
 import { registerReviews } from './reviews';
 import {
@@ -170,6 +171,7 @@ export function operatorConsole() {
   registerTeam(app, helpers);
   registerReviews(app, helpers);
   registerPrograms(app, helpers);
+  registerParticipants(app, helpers);
   registerWebhookPages(app, {
     ...helpers,
     pagesOf: (c) => ({

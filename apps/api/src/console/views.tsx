@@ -13,7 +13,7 @@ export const OVERVIEW_FRAGMENT_PATH = `${CONSOLE_PATH}/overview`;
 export const CSRF_FIELD = '_csrf';
 
 /** The pages the nav links to: only pages that exist. */
-type Section = 'overview' | 'programs' | 'team' | 'reviews' | 'webhooks';
+type Section = 'overview' | 'programs' | 'participants' | 'team' | 'reviews' | 'webhooks';
 
 /** htmx's settings (read from this meta element: the page runs no inline script). */
 const HTMX_CONFIG = JSON.stringify({ includeIndicatorCSS: false, mode: 'same-origin', history: false });
@@ -58,6 +58,7 @@ export function Layout(props: { title: string; current: Section; csrf: string; c
           <ul>
             {link('overview', CONSOLE_PATH, 'Overview')}
             {link('programs', `${CONSOLE_PATH}/programs`, 'Programs')}
+            {link('participants', `${CONSOLE_PATH}/participants`, 'Participants')}
             {link('reviews', `${CONSOLE_PATH}/reviews`, 'Reviews')}
             {link('webhooks', `${CONSOLE_PATH}/webhooks`, 'Webhooks')}
             {link('team', `${CONSOLE_PATH}/team`, 'Team and keys')}

@@ -114,6 +114,14 @@ export const participants = pgTable(
       sql`(case ${t.fraudRiskLevel} when 'HIGH' then 0 when 'MEDIUM' then 1 else 2 end)`,
       sql`(${t.id} collate "C")`,
     ),
+    // The console's search by name: a prefix of the first or the last name, any case (its email prefix is read
+    // through participants_campaign_email_uq). Partial: a participant without the name is not in it.
+    index('participants_first_name_idx')
+      .on(t.campaignId, sql`lower(${t.firstName})`)
+      .where(sql`${t.firstName} is not null`),
+    index('participants_last_name_idx')
+      .on(t.campaignId, sql`lower(${t.lastName})`)
+      .where(sql`${t.lastName} is not null`),
     index('participants_fingerprint_idx')
       .on(t.campaignId, t.fingerprint)
       .where(sql`${t.fingerprint} is not null`),

@@ -12,7 +12,28 @@ export type ParticipantListQuery = {
   fraudRiskLevel?: FraudRiskLevel;
   /** true: participants with an approved reward; false: those without. */
   isWinner?: boolean;
+  /** Participants whose email, first name or last name starts with this, in any case (the console's search). */
+  search?: string;
 };
+
+/** The highest code point: `prefix || MAX` is past every string that starts with the prefix. */
+const MAX_CHAR = '\u{10FFFF}';
+
+/**
+ * `column` starts with `prefix`: a range an index on the column reads, checked exactly by `starts_with` (so the
+ * answer is right whatever the database's collation makes of the range).
+ */
+const startsWith = (column: SQL | typeof participants.email, prefix: string) =>
+  sql`(${column} >= ${prefix} and ${column} < ${prefix + MAX_CHAR} and starts_with(${column}, ${prefix}))`;
+
+/** The search's condition: three index ranges (email, first name, last name), OR-ed as one bitmap scan. */
+function searchCondition(search: string): SQL {
+  const prefix = search.trim().toLowerCase();
+  return sql`(${startsWith(participants.email, prefix)} or ${startsWith(
+    sql`lower(${participants.firstName})`,
+    prefix,
+  )} or ${startsWith(sql`lower(${participants.lastName})`, prefix)})`;
+}
 
 export type ParticipantPage = {
   participants: ParticipantView[];
@@ -42,6 +63,7 @@ export async function listParticipants(
   const filters: SQL[] = [eq(participants.campaignId, campaignId)];
   if (q.nextId !== undefined) filters.push(sql`${byteWiseId} >= ${q.nextId}`);
   if (q.fraudRiskLevel) filters.push(eq(participants.fraudRiskLevel, q.fraudRiskLevel));
+  if (q.search) filters.push(searchCondition(q.search));
   if (q.isWinner !== undefined) {
     filters.push(
       q.isWinner ? gt(participants.approvedRewardCount, 0) : eq(participants.approvedRewardCount, 0),

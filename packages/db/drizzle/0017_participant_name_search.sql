@@ -1,0 +1,2 @@
+CREATE INDEX "participants_first_name_idx" ON "participants" USING btree ("campaign_id",lower("first_name")) WHERE "participants"."first_name" is not null;--> statement-breakpoint
+CREATE INDEX "participants_last_name_idx" ON "participants" USING btree ("campaign_id",lower("last_name")) WHERE "participants"."last_name" is not null;

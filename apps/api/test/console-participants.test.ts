@@ -172,6 +172,7 @@ describe('the console: Participants', () => {
     ).toBe(404);
     expect((await page(`/console/participants?campaignId=${'x'.repeat(100)}`, cookie)).status).toBe(400);
     expect((await page('/console/participants?campaignId=nope', cookie)).status).toBe(404);
+    expect((await page(`/console/participants?campaignId=${p.campaignId}&q=%00a`, cookie)).status).toBe(400);
     expect(await rowOf(id)).toEqual(before);
   });
 });

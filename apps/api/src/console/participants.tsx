@@ -20,7 +20,7 @@ import type { Context, Hono } from 'hono';
 import type { z } from 'zod';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
-import { parseJsonBody } from '../lib/parse-body';
+import { badStringReason, parseJsonBody } from '../lib/parse-body';
 import { UpdateParticipantBody } from '../routes/v1/participants/schemas';
 import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
 import { CONSOLE_PATH, CSRF_FIELD, Layout } from './views';
@@ -331,8 +331,9 @@ function filterOf(c: C): { filter: Filter; problem?: string } {
     winner: q.winner === 'true' || q.winner === 'false' ? q.winner : undefined,
   };
   if (q.campaignId && !filter.campaignId) return { filter, problem: 'That is not a campaign id.' };
-  if (/[\u0000\ud800-\udfff]/.test(q.q ?? ''))
+  if (q.q && badStringReason(q.q)) {
     return { filter: { ...filter, q: undefined }, problem: 'The search has a character no name holds.' };
+  }
   return { filter };
 }
 

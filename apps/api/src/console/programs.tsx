@@ -1,18 +1,21 @@
 /** @jsxImportSource hono/jsx */
 import {
+  createAccount,
+  createCampaign,
   DomainError,
-  getCampaignForOperator,
   listAccounts,
   listCampaignsForOperator,
   showAccount,
-  updateCampaign,
+  validationError,
 } from '@stampcard/core';
-import { CAMPAIGN_STATUSES } from '@stampcard/db';
+import { CAMPAIGN_STATUSES, PLANS } from '@stampcard/db';
 import type { Context, Hono } from 'hono';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
-import { CampaignPatch } from '../routes/admin/schemas';
+import { AccountBody, CampaignBody } from '../routes/admin/schemas';
+import { type Field, FieldInput, optionsOf, problemOf, readFields } from './fields';
 import { type ConsoleHelpers, idOf, pagedOn } from './lib';
+import { campaignPath } from './program-settings';
 import { CONSOLE_PATH, CSRF_FIELD, Layout } from './views';
 
 export const PROGRAMS_PATH = `${CONSOLE_PATH}/programs`;
@@ -55,20 +58,9 @@ function CampaignCard(props: { campaign: Campaign; csrf: string }) {
           <dd>{number(c.winnerCount)}</dd>
         </div>
       </dl>
-      <form method="post" action={`${PROGRAMS_PATH}/campaigns/${c.id}`} class="inline">
-        <input type="hidden" name={CSRF_FIELD} value={props.csrf} />
-        <label for={`name-${c.id}`}>Name</label>
-        <input id={`name-${c.id}`} name="name" value={c.name} required maxlength={255} />
-        <label for={`status-${c.id}`}>Status</label>
-        <select id={`status-${c.id}`} name="status">
-          {CAMPAIGN_STATUSES.map((s) => (
-            <option value={s} selected={c.status === s}>
-              {s}
-            </option>
-          ))}
-        </select>
-        <button type="submit">Save {c.name}</button>
-      </form>
+      <p>
+        <a href={campaignPath(c.id)}>{`Every setting of ${c.name}, and its rewards`}</a>
+      </p>
       <table>
         <caption class="muted">Rewards</caption>
         <thead>
@@ -126,6 +118,20 @@ export function ProgramsPage(props: {
               Next campaigns
             </a>
           ) : null}
+          <section class="card" aria-labelledby="new-campaign-h">
+            <h2 id="new-campaign-h">Add a campaign</h2>
+            <form method="post" action={`${PROGRAMS_PATH}/accounts/${account.id}/campaigns`} class="stack">
+              <input type="hidden" name={CSRF_FIELD} value={props.csrf} />
+              {NEW_CAMPAIGN.map((field) => (
+                <FieldInput
+                  field={field}
+                  value={field.name === 'status' ? 'IN_PROGRESS' : undefined}
+                  idPrefix="nc"
+                />
+              ))}
+              <button type="submit">Add the campaign</button>
+            </form>
+          </section>
         </>
       ) : accounts ? (
         <section aria-labelledby="accounts-h">
@@ -141,6 +147,20 @@ export function ProgramsPage(props: {
           {accounts.more && accounts.nextId ? (
             <a href={pagedOn(PROGRAMS_PATH, {}, {}, 'after', accounts.nextId)}>Next accounts</a>
           ) : null}
+          <section class="card" aria-labelledby="new-account-h">
+            <h2 id="new-account-h">Add an account</h2>
+            <form method="post" action={`${PROGRAMS_PATH}/accounts`} class="stack">
+              <input type="hidden" name={CSRF_FIELD} value={props.csrf} />
+              {NEW_ACCOUNT.map((field) => (
+                <FieldInput
+                  field={field}
+                  value={field.name === 'plan' ? 'GROWTH' : undefined}
+                  idPrefix="na"
+                />
+              ))}
+              <button type="submit">Add the account</button>
+            </form>
+          </section>
         </section>
       ) : null}
     </Layout>
@@ -157,7 +177,23 @@ async function accountView(c: C, accountId: string, after?: string) {
   return { account, campaigns };
 }
 
-/** `GET /console/programs`: the accounts, then an account's campaigns with their counters and rewards. */
+const NEW_ACCOUNT: Field[] = [
+  { kind: 'text', name: 'name', label: 'Name', max: 255, required: true },
+  { kind: 'select', name: 'plan', label: 'Plan', options: optionsOf(PLANS) },
+  { kind: 'number', name: 'participantQuota', label: 'Participant quota (empty: none)', min: 0 },
+];
+
+const NEW_CAMPAIGN: Field[] = [
+  { kind: 'text', name: 'name', label: 'Name', max: 255, required: true },
+  { kind: 'text', name: 'currencyISO', label: 'Currency (ISO 4217, such as USD)', max: 3 },
+  { kind: 'select', name: 'status', label: 'Status', options: optionsOf(CAMPAIGN_STATUSES) },
+];
+
+/**
+ * `GET /console/programs`: the accounts, then an account's campaigns with their counters and rewards; an
+ * account or a campaign added through the operator API's schemas and services (a campaign's other settings
+ * and its rewards on its own page, `program-settings`).
+ */
 export function registerPrograms(app: Hono<AppEnv>, helpers: ConsoleHelpers) {
   const refused = async (c: C, err: unknown, accountId?: string) => {
     if (!(err instanceof DomainError) || err.code === 'UNAVAILABLE') throw err;
@@ -185,26 +221,30 @@ export function registerPrograms(app: Hono<AppEnv>, helpers: ConsoleHelpers) {
     return c.html(<ProgramsPage csrf={csrf} accounts={accounts} />);
   });
 
-  // A campaign's name and status, checked by the operator API's own schema and changed by its own service
-  // (COMPLETE records CAMPAIGN_ENDED, as `PATCH /admin/v1/campaigns/{id}` does).
-  app.post('/programs/campaigns/:campaignId', async (c) => {
-    const campaignId = idOf(c.req.param('campaignId'));
-    if (!campaignId)
-      return c.html(<ProgramsPage csrf={helpers.csrfOf(c)} problem="That is not a campaign id." />, 400);
-    const form = await helpers.formOf(c);
-    let accountId: string | undefined;
+  app.post('/programs/accounts', async (c) => {
     try {
-      accountId = (await getCampaignForOperator(c.get('ctx'), campaignId)).accountId;
-      const patch = CampaignPatch.safeParse({ name: form.name, status: form.status });
-      if (!patch.success) {
-        const problem = `Not changed: ${patch.error.issues.map((i) => `${i.path.join('.') || 'form'} ${i.message}`).join('; ')}`;
-        return c.html(
-          <ProgramsPage csrf={helpers.csrfOf(c)} {...(await accountView(c, accountId))} problem={problem} />,
-          400,
-        );
-      }
-      await updateCampaign(c.get('ctx'), campaignId, patch.data);
-      return c.redirect(accountPath(accountId), 303);
+      const values = readFields(NEW_ACCOUNT, await helpers.formOf(c));
+      const body = AccountBody.safeParse({
+        ...values,
+        participantQuota: values.participantQuota ?? undefined,
+      });
+      if (!body.success) throw validationError([], problemOf(body.error));
+      const account = await createAccount(c.get('ctx'), body.data);
+      return c.redirect(accountPath(account.id), 303);
+    } catch (err) {
+      return refused(c, err);
+    }
+  });
+
+  app.post('/programs/accounts/:accountId/campaigns', async (c) => {
+    const accountId = idOf(c.req.param('accountId'));
+    try {
+      if (!accountId) throw new DomainError('NOT_FOUND', 'No such account.');
+      const values = readFields(NEW_CAMPAIGN, await helpers.formOf(c));
+      const body = CampaignBody.safeParse({ ...values, currencyISO: values.currencyISO ?? undefined });
+      if (!body.success) throw validationError([], problemOf(body.error));
+      const campaign = await createCampaign(c.get('ctx'), accountId, body.data);
+      return c.redirect(campaignPath(campaign.id), 303);
     } catch (err) {
       return refused(c, err, accountId);
     }

@@ -10,6 +10,7 @@ import { sameSecret } from '../lib/same-secret';
 import { consoleAsset } from './assets';
 import { formListOf, formOf, idOf, pagePolicy } from './lib';
 import { registerParticipants } from './participants';
+import { registerProgramSettings } from './program-settings';
 import { registerPrograms } from './programs';
 import { registerReviews } from './reviews';
 import {
@@ -171,6 +172,7 @@ export function operatorConsole() {
   registerTeam(app, helpers);
   registerReviews(app, helpers);
   registerPrograms(app, helpers);
+  registerProgramSettings(app, helpers);
   registerParticipants(app, helpers);
   registerWebhookPages(app, {
     ...helpers,

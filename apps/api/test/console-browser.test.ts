@@ -5,7 +5,13 @@ import { fileURLToPath } from 'node:url';
 import { createStampcardClient } from '@stampcard/client';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { seriousAxeViolations, useBrowser } from '../../../test/support/browser';
+import {
+  checkAtBothWidths,
+  SCREENSHOTS,
+  seriousAxeViolations,
+  signInToConsole,
+  useBrowser,
+} from '../../../test/support/browser';
 import { client, overHttp } from '../../../test/support/client';
 import { programWithReceivers } from '../../../test/support/console';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
@@ -23,10 +29,6 @@ import { useTestStack } from '../../../test/support/use';
 const stack = useTestStack({ http: true, dispatcher: true });
 const startReceiver = useReceivers();
 
-const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS
-  ? fileURLToPath(new URL('../../../docs/screenshots/', import.meta.url))
-  : `${mkdtempSync(join(tmpdir(), 'stampcard-screenshots-'))}/`;
-
 const site = useBrowser();
 let api = '';
 const pages = site.pages;
@@ -35,14 +37,7 @@ beforeAll(() => {
   api = stack.baseUrl!;
 });
 
-/** Signs in through the form, as an operator does: the console's first page is the sign-in page. */
-async function signIn(page: Page) {
-  await page.goto(`${api}/console`);
-  expect(new URL(page.url()).pathname).toBe('/console/sign-in');
-  await page.getByLabel('Operator token').fill(OPERATOR_TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
-}
+const signIn = (page: Page) => signInToConsole(page, api);
 
 const figure = async (page: Page, id: string) => Number(await page.locator(`#${id}`).textContent());
 
@@ -163,14 +158,7 @@ describe('the operator console in a browser', () => {
       await page.getByRole('button', { name: 'Create a key' }).click();
       const key = (await page.locator('#new-key').textContent())!;
       expect(key.length).toBeGreaterThan(20);
-      const serious = () => seriousAxeViolations(page);
-      expect(await serious()).toEqual([]);
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: `${SCREENSHOTS}console-team-1280.png`, fullPage: true });
-      await page.setViewportSize({ width: 390, height: 844 });
-      expect(await serious()).toEqual([]);
-      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-      await page.screenshot({ path: `${SCREENSHOTS}console-team-390.png`, fullPage: true });
+      await checkAtBothWidths(page, 'console-team');
 
       // Revoke it: the page shows it revoked, and the API refuses it.
       const prefix = key.slice(0, 9);
@@ -207,14 +195,7 @@ describe('the operator console in a browser', () => {
       await page.getByRole('link', { name: 'Reviews' }).click();
       const approve = page.getByRole('button', { name: `Approve ${email}'s reward` });
       await approve.waitFor();
-      const serious = () => seriousAxeViolations(page);
-      expect(await serious()).toEqual([]);
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: `${SCREENSHOTS}console-reviews-1280.png`, fullPage: true });
-      await page.setViewportSize({ width: 390, height: 844 });
-      expect(await serious()).toEqual([]);
-      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-      await page.screenshot({ path: `${SCREENSHOTS}console-reviews-390.png`, fullPage: true });
+      await checkAtBothWidths(page, 'console-reviews');
       await approve.click();
       await page.getByRole('heading', { level: 1, name: 'Reviews' }).waitFor();
       expect(await page.getByRole('button', { name: `Approve ${email}'s reward` }).count()).toBe(0);
@@ -225,25 +206,67 @@ describe('the operator console in a browser', () => {
     expect(rewards.body.rewards[0].approved).toBe(true);
   }, 60_000);
 
-  it('Programs: renames a campaign from its card, with no serious axe-core violation at either width', async () => {
-    const w = await makeWorld(stack.ctx);
+  it('Programs: adds an account, a campaign and a reward, and sets the campaign, with no serious axe-core violation', async () => {
     await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
       const page = await context.newPage();
       await signIn(page);
       await page.getByRole('link', { name: 'Programs' }).click();
-      await page.getByRole('link', { name: w.account.name }).first().click();
-      await page.getByRole('heading', { level: 3, name: new RegExp(w.campaign.name) }).waitFor();
-      const serious = () => seriousAxeViolations(page);
-      expect(await serious()).toEqual([]);
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: `${SCREENSHOTS}console-programs-1280.png`, fullPage: true });
-      await page.setViewportSize({ width: 390, height: 844 });
-      expect(await serious()).toEqual([]);
-      expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
-      await page.screenshot({ path: `${SCREENSHOTS}console-programs-390.png`, fullPage: true });
-      await page.getByLabel('Name').first().fill('Renamed in the browser');
-      await page.getByRole('button', { name: `Save ${w.campaign.name}` }).click();
-      await page.getByRole('heading', { level: 3, name: /Renamed in the browser/ }).waitFor();
+      const add = page.locator('form[action="/console/programs/accounts"]');
+      await add.getByLabel('Name').fill('Browser bakery');
+      await add.getByLabel('Plan').selectOption('GROWTH');
+      await add.getByRole('button', { name: 'Add the account' }).click();
+      await page.getByRole('heading', { level: 1, name: 'Programs: Browser bakery' }).waitFor();
+      const campaign = page.locator('form[action$="/campaigns"]');
+      await campaign.getByLabel('Name').fill('Loaf club');
+      await campaign.getByLabel('Currency (ISO 4217, such as USD)').fill('EUR');
+      await campaign.getByRole('button', { name: 'Add the campaign' }).click();
+      await page.getByRole('heading', { level: 1, name: /Loaf club/ }).waitFor();
+      await page.getByRole('link', { name: 'Add a reward' }).click();
+      await page.getByLabel('Title').fill('Free loaf');
+      await page.getByLabel('Loyalty actions per reward').fill('3');
+      await page.getByLabel('Form field 1: key').fill('address');
+      await checkAtBothWidths(page, 'console-reward');
+      await page.getByRole('button', { name: 'Add the reward' }).click();
+      await page.getByRole('status').getByText('Saved.').waitFor();
+      await page.getByRole('link', { name: 'Loaf club' }).click();
+      await page.getByRole('link', { name: 'Free loaf' }).waitFor();
+      await page.getByLabel('Rewards wait for an operator to approve them').check();
+      await page.getByLabel('Level', { exact: true }).selectOption('STRICT');
+      await page.getByLabel(/^Blacklist/).fill('spam.example');
+      await checkAtBothWidths(page, 'console-campaign');
+      await page.getByRole('button', { name: 'Save the campaign' }).click();
+      await page.getByRole('status').getByText('Saved.').waitFor();
+      expect(await page.getByLabel('Rewards wait for an operator to approve them').isChecked()).toBe(true);
+      expect(await page.getByLabel(/^Blacklist/).inputValue()).toBe('spam.example');
+      await page.getByRole('link', { name: "The account's campaigns" }).click();
+      await page.getByRole('heading', { level: 3, name: /Loaf club/ }).waitFor();
+      await checkAtBothWidths(page, 'console-programs');
+    });
+  }, 90_000);
+
+  it('Participants: finds a participant and sets its risk by hand, with no serious axe-core violation', async () => {
+    const w = await makeWorld(stack.ctx);
+    const email = uniqueEmail('person');
+    const added = await client(overHttp(api), w.key).post(`/v1/campaign/${w.campaign.id}/participant`, {
+      email,
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+    });
+    expect(added.status).toBe(200);
+    await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await page.getByRole('link', { name: 'Participants' }).click();
+      await page.getByLabel('Campaign id').fill(w.campaign.id);
+      await page.getByLabel('Email or name starts with').fill('love');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await page.getByRole('link', { name: email }).waitFor();
+      await checkAtBothWidths(page, 'console-participants');
+      await page.getByRole('link', { name: email }).click();
+      await page.getByLabel('Level', { exact: true }).selectOption('HIGH');
+      await page.getByRole('button', { name: 'Set by hand' }).click();
+      await page.getByRole('status').getByText('Risk level set to HIGH by hand.').waitFor();
+      await checkAtBothWidths(page, 'console-participant');
     });
   }, 60_000);
 

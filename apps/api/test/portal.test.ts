@@ -45,7 +45,7 @@ describe('the business portal', () => {
     expect(opened.headers.get('location')).toBe(`${mine.base}/webhooks`);
     const list = await get(`${mine.base}/webhooks`);
     expect(list.status).toBe(200);
-    expect(list.headers.get('referrer-policy')).toBe('no-referrer');
+    expect(list.headers.get('referrer-policy')).toBe('same-origin');
     expect(list.headers.get('cache-control')).toBe('no-store');
     const html = await list.text();
     expect(html).toContain(mine.receiver.url);

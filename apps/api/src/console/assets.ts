@@ -93,7 +93,7 @@ form.stack { display: grid; gap: .4rem; max-width: 40rem; }
 form.stack textarea { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
 textarea.mono { font-family: monospace; font-size: .9rem; }
 form.stack input, form.stack select { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
-fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 0 0 1rem; }
+fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 0 0 1rem; min-width: 0; }
 fieldset.stack { display: grid; gap: .4rem; max-width: 40rem; }
 fieldset.stack input, fieldset.stack select, fieldset.stack textarea { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
 label.check { display: flex; gap: .4rem; align-items: center; }
@@ -103,7 +103,8 @@ pre { overflow-x: auto; background: var(--code-bg); padding: .6rem; border-radiu
 dl.headers { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .8rem; font-family: monospace; font-size: .85rem; }
 dl.headers dd { margin: 0; overflow-wrap: anywhere; }
 ol.attempts { padding-left: 1.2rem; }
-h1.word { overflow-wrap: anywhere; }
+h1, h2, h3 { overflow-wrap: anywhere; }
+pre { max-width: 100%; }
 @media (max-width: 600px) {
   main { padding: .75rem; } header.top { padding: .6rem .75rem; }
   table { font-size: .875rem; } th, td { padding: .3rem .3rem; }

@@ -16,13 +16,14 @@ const SITE = 'Stampcard webhooks portal';
 
 /**
  * The headers of every portal answer: the console's policy, framed only by the account's origins (none when
- * the link is not genuine); no referrer, since the link is in the URL; never cached.
+ * the link is not genuine); a referrer for its own pages only, since the link is in the URL (and a browser's form
+ * posts carry their Origin only then); never cached.
  */
 function portalHeaders(c: C, ancestors: readonly string[]) {
   c.header('Content-Security-Policy', pagePolicy(frameAncestorsDirective(ancestors)));
   if (ancestors.length === 0) c.header('X-Frame-Options', 'DENY');
   c.header('X-Content-Type-Options', 'nosniff');
-  c.header('Referrer-Policy', 'no-referrer');
+  c.header('Referrer-Policy', 'same-origin');
   c.header('Cache-Control', 'no-store');
 }
 

@@ -28,7 +28,10 @@ const conditions = (f: MessageFilter): (SQL | undefined)[] => [
   f.until === undefined ? undefined : lt(webhookMessages.createdAt, new Date(f.until)),
   f.participantId === undefined
     ? undefined
-    : sql`${webhookMessages.eventId} in (select ${events.id} from ${events} where (${events.data} #>> '{participant,id}') = ${f.participantId})`,
+    : // The participant's events first (events_participant_idx), then their messages by event id (the unique
+      // index on event and endpoint): as an array the planner looks each up, where `in (subquery)` scanned the
+      // endpoint's whole log for the few that match.
+      sql`${webhookMessages.eventId} = any(array(select ${events.id} from ${events} where (${events.data} #>> '{participant,id}') = ${f.participantId}))`,
 ];
 
 /** The endpoint, not deleted and in the scope, with whether it is enabled; else 404. */
@@ -66,9 +69,11 @@ export async function listMessages(
       .from(webhookMessages)
       .where(and(eq(webhookMessages.id, filter.after), eq(webhookMessages.endpointId, endpointId)));
     if (!from) throw notFound(`Message ${filter.after} of endpoint ${endpointId}`);
-    cursor = or(
-      lt(webhookMessages.createdAt, from.createdAt),
-      and(eq(webhookMessages.createdAt, from.createdAt), lt(webhookMessages.id, from.id)),
+    // Older than the cursor's message, ties by id: the first condition bounds the index range
+    // (`webhook_messages_endpoint_idx`), which an OR of the two alone would not.
+    cursor = and(
+      lte(webhookMessages.createdAt, from.createdAt),
+      or(lt(webhookMessages.createdAt, from.createdAt), lt(webhookMessages.id, from.id)),
     );
   }
   // The window is sized in PostgreSQL, a message with its attempt log, so that only the messages the page may

@@ -1,0 +1,1 @@
+CREATE INDEX "participants_page_idx" ON "participants" USING btree ("campaign_id",("id" collate "C"));

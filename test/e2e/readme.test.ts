@@ -40,24 +40,29 @@ describe("the README's walkthrough", () => {
     expect(run.stdout).toMatch(/^Ready: campaign \w+, reward crew_\w+, API key in \$API_KEY$/m);
   });
 
-  it('registers a webhook endpoint as docs/webhooks.md shows, and the answer carries its secret once', async () => {
+  it('registers a webhook endpoint as docs/webhooks.md shows (operator, then ADMIN key), and the answer carries its secret once', async () => {
     const section = readFileSync(WEBHOOKS_DOC, 'utf8');
-    const block = section.match(/```sh\n([\s\S]*?)```/)![1]!;
+    // The operator's call, then the same with the account's ADMIN key.
+    const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].slice(0, 2).map((m) => m[1]!);
+    expect(blocks[1]).toContain('$API_KEY');
     const w = await makeWorld(stack.ctx);
-    const run = await runBash(`set -euo pipefail\n${block}`, {
-      B: stack.baseUrl!,
-      CAMPAIGN_ID: w.campaign.id,
-      OPERATOR_TOKEN,
-    });
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    const endpoint = JSON.parse(run.stdout);
-    expect(endpoint).toMatchObject({
-      id: expect.stringMatching(/^ep_/),
-      kind: 'NOTIFY',
-      eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
-      secret: expect.stringMatching(/^whsec_/),
-    });
+    for (const block of blocks) {
+      const run = await runBash(`set -euo pipefail\n${block}`, {
+        B: stack.baseUrl!,
+        CAMPAIGN_ID: w.campaign.id,
+        OPERATOR_TOKEN,
+        API_KEY: w.key,
+      });
+      expect(run.stderr).toBe('');
+      expect(run.code).toBe(0);
+      const endpoint = JSON.parse(run.stdout);
+      expect(endpoint).toMatchObject({
+        id: expect.stringMatching(/^ep_/),
+        kind: 'NOTIFY',
+        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+        secret: expect.stringMatching(/^whsec_/),
+      });
+    }
   });
 
   it('is safe to paste: nothing in it can close the shell it is pasted into', () => {

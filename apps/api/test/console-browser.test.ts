@@ -133,7 +133,7 @@ describe('the operator console in a browser', () => {
     await withContext({ bypassCSP: true }, async (context) => {
       const page = await context.newPage();
       await page.goto(`${api}/console/sign-in`);
-      expect(await seriousAxeViolations(page)).toEqual([]);
+      await checkAtBothWidths(page, 'console-sign-in');
       await signIn(page);
       await page.locator('#overview-chart canvas').first().waitFor();
       expect(await seriousAxeViolations(page)).toEqual([]);

@@ -207,6 +207,24 @@ describe('the console: Webhooks', () => {
     });
   });
 
+  it("pages an account's endpoints, 50 at a time", async () => {
+    const p = await operatorProgram(op(), { rateLimits: TEST_RATE_LIMITS });
+    for (let i = 0; i < 51; i++) {
+      const res = await op().post(`/admin/v1/campaigns/${p.campaignId}/webhook-endpoints`, {
+        url: `http://127.0.0.1:9/hook-${String(i).padStart(2, '0')}`,
+        enabled: false,
+      });
+      expect(res.status).toBe(200);
+    }
+    const { cookie } = await consoleSession(stack.baseUrl!);
+    const first = await page(`/console/webhooks?accountId=${p.accountId}`, cookie);
+    expect(first.html.match(/>http:\/\/127\.0\.0\.1:9\/hook-\d\d</g)).toHaveLength(50);
+    const next = first.html.match(/href="(\/console\/webhooks\?[^"]*after=[^"]+)"/)![1]!.replaceAll('&amp;', '&');
+    const second = await page(next, cookie);
+    expect(second.html.match(/>http:\/\/127\.0\.0\.1:9\/hook-\d\d</g)).toEqual(['>http://127.0.0.1:9/hook-50<']);
+    expect(second.html).not.toContain('Next endpoints');
+  });
+
   it('lists every event type with an example body', async () => {
     const { cookie } = await consoleSession(stack.baseUrl!);
     const catalog = await page('/console/webhooks/event-types', cookie);

@@ -112,6 +112,7 @@ describe('POST /admin/v1/accounts', () => {
       participantQuota: 500,
       participantCount: 0,
       rateLimits: { second: 100, minute: 1000, hour: 50_000, concurrency: 10, slowdownAfter: 0 },
+      frameAncestors: [],
       createdAt: expect.any(Number),
     });
     expect(Math.abs(r.body.createdAt - Date.now())).toBeLessThan(60_000);

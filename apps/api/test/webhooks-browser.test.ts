@@ -123,6 +123,7 @@ describe('the webhook pages in a browser', () => {
       expect(refused!.status()).toBe(401);
       await page.getByRole('heading', { name: 'This portal link is not valid' }).waitFor();
       expect(await page.content()).not.toContain(mine.receiver.url);
+      await checkAtBothWidths(page, 'portal-link-not-valid');
     });
 
     // Embedded: refused before the account allows the page's origin, shown (and usable) after.

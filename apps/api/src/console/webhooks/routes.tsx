@@ -145,7 +145,11 @@ export function registerWebhookPages(app: Hono<AppEnv>, helpers: WebhookPageHelp
       pages.campaignId
         ? Promise.resolve(undefined)
         : listCampaignsForOperator(ctx, accountId, { limit: CAMPAIGNS_OFFERED }),
-      accountEndpoints(ctx, { accountId, ...(pages.campaignId ? { campaignId: pages.campaignId } : {}) }),
+      accountEndpoints(
+        ctx,
+        { accountId, ...(pages.campaignId ? { campaignId: pages.campaignId } : {}) },
+        { after: idOf(c.req.query('after')) },
+      ),
     ]);
     const offered = campaigns
       ? campaigns.campaigns.map((x) => ({ id: x.id, name: x.name }))

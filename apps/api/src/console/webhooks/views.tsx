@@ -263,7 +263,16 @@ export function EndpointsPage(props: {
             </tbody>
           </table>
         )}
-        {list.more ? <p class="muted">Only the first endpoints are shown.</p> : null}
+        {list.nextAfter ? (
+          <a
+            href={`${pages.base}?${new URLSearchParams({
+              ...(pages.operator && pages.accountId ? { accountId: pages.accountId } : {}),
+              after: list.nextAfter,
+            })}`}
+          >
+            Next endpoints
+          </a>
+        ) : null}
       </section>
       <section aria-labelledby="new-h" class="card">
         <h2 id="new-h">Add an endpoint</h2>

@@ -7,8 +7,8 @@ import { type EndpointRow, serializeEndpoint } from './views';
 /** The health window: the last 24 hours, hour by hour. */
 export const HEALTH_HOURS = 24;
 
-/** Most endpoints one account's list shows (an account has a handful; the bound keeps a page a page). */
-export const ACCOUNT_ENDPOINTS_LIMIT = 200;
+/** Endpoints one page of an account's list shows; the next page starts after the last one shown. */
+export const ACCOUNT_ENDPOINTS_PAGE = 50;
 
 /** One hour of an endpoint's messages by outcome (made in that hour, as they stand now). */
 export type HealthHour = { at: number; delivered: number; failed: number; pending: number };
@@ -59,13 +59,19 @@ export async function endpointHealth(ctx: Ctx, endpointIds: string[]): Promise<M
 
 /**
  * An account's endpoints in every campaign (or in one), oldest first, each with its campaign's name and its
- * 24 hours of health: the console's and the portal's webhook page.
+ * 24 hours of health, a page at a time: the console's and the portal's webhook page.
  */
 export async function accountEndpoints(
   ctx: Ctx,
   scope: Required<Pick<WebhookScope, 'accountId'>> & WebhookScope,
+  page: { after?: string } = {},
 ) {
   const { accountId, campaignId } = scope;
+  // Oldest first, then id: the page after an endpoint of the account (one of another account is no cursor).
+  const after = page.after
+    ? sql`(${webhookEndpoints.createdAt}, ${webhookEndpoints.id}) > (select e.created_at, e.id from ${webhookEndpoints} e
+        join ${campaigns} c on c.id = e.campaign_id where e.id = ${page.after} and c.account_id = ${accountId})`
+    : undefined;
   const rows = await ctx.db
     .select({ endpoint: webhookEndpoints, campaignName: campaigns.name })
     .from(webhookEndpoints)
@@ -75,11 +81,12 @@ export async function accountEndpoints(
         eq(campaigns.accountId, accountId),
         campaignId === undefined ? undefined : eq(campaigns.id, campaignId),
         isNull(webhookEndpoints.deletedAt),
+        after,
       ),
     )
     .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.id))
-    .limit(ACCOUNT_ENDPOINTS_LIMIT + 1);
-  const shown = rows.slice(0, ACCOUNT_ENDPOINTS_LIMIT);
+    .limit(ACCOUNT_ENDPOINTS_PAGE + 1);
+  const shown = rows.slice(0, ACCOUNT_ENDPOINTS_PAGE);
   const health = await endpointHealth(
     ctx,
     shown.map((r) => r.endpoint.id),
@@ -91,6 +98,7 @@ export async function accountEndpoints(
       campaignName: r.campaignName,
       health: health.get(r.endpoint.id)!,
     })),
-    more: rows.length > ACCOUNT_ENDPOINTS_LIMIT,
+    more: rows.length > ACCOUNT_ENDPOINTS_PAGE,
+    nextAfter: rows.length > ACCOUNT_ENDPOINTS_PAGE ? shown.at(-1)!.endpoint.id : null,
   };
 }

@@ -219,9 +219,13 @@ describe('the console: Webhooks', () => {
     const { cookie } = await consoleSession(stack.baseUrl!);
     const first = await page(`/console/webhooks?accountId=${p.accountId}`, cookie);
     expect(first.html.match(/>http:\/\/127\.0\.0\.1:9\/hook-\d\d</g)).toHaveLength(50);
-    const next = first.html.match(/href="(\/console\/webhooks\?[^"]*after=[^"]+)"/)![1]!.replaceAll('&amp;', '&');
+    const next = first.html
+      .match(/href="(\/console\/webhooks\?[^"]*after=[^"]+)"/)![1]!
+      .replaceAll('&amp;', '&');
     const second = await page(next, cookie);
-    expect(second.html.match(/>http:\/\/127\.0\.0\.1:9\/hook-\d\d</g)).toEqual(['>http://127.0.0.1:9/hook-50<']);
+    expect(second.html.match(/>http:\/\/127\.0\.0\.1:9\/hook-\d\d</g)).toEqual([
+      '>http://127.0.0.1:9/hook-50<',
+    ]);
     expect(second.html).not.toContain('Next endpoints');
   });
 

@@ -98,7 +98,7 @@ fieldset.stack { display: grid; gap: .4rem; max-width: 40rem; }
 fieldset.stack input, fieldset.stack select, fieldset.stack textarea { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
 label.check { display: flex; gap: .4rem; align-items: center; }
 .boxes { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: .2rem .8rem; font-size: .9rem; }
-.boxes label { display: flex; gap: .4rem; align-items: baseline; overflow-wrap: anywhere; min-width: 0; }
+.boxes label { display: flex; gap: .4rem; align-items: baseline; min-width: 0; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 pre { overflow-x: auto; background: var(--code-bg); padding: .6rem; border-radius: 4px; font-size: .85rem; max-height: 32rem; }
 dl.headers { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .8rem; font-family: monospace; font-size: .85rem; }

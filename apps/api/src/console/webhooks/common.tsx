@@ -244,6 +244,10 @@ export async function readEndpointForm(helpers: WebhookPageHelpers, c: C) {
   return { form, draft, body };
 }
 
+/** A type's name that may wrap after each underscore (a long name on a narrow screen). */
+const breakable = (name: string) =>
+  name.split('_').map((part, i, all) => (i < all.length - 1 ? [`${part}_`, <wbr />] : part));
+
 function EventTypeBoxes(props: { chosen: string[]; idPrefix: string }) {
   return (
     <fieldset>
@@ -258,7 +262,7 @@ function EventTypeBoxes(props: { chosen: string[]; idPrefix: string }) {
               value={t}
               checked={props.chosen.includes(t)}
             />{' '}
-            {t}
+            <span>{breakable(t)}</span>
           </label>
         ))}
       </div>

@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
-  accountEndpoints,
   type Ctx,
   createAccount,
   createCampaign,
   createEndpoint,
+  endpointsWithHealth,
   getMessage,
   listMessages,
   listParticipants,
@@ -144,7 +144,10 @@ async function measure(db: DbHandle) {
   const middleId = `msg_${String(Math.floor(N / 2)).padStart(12, '0')}`;
   const dayAgo = clock.now().getTime() - DAY;
   const lists: [string, () => Promise<unknown>][] = [
-    ['endpoints of the account, with 24 h health', () => accountEndpoints(ctx, { accountId: account.id })],
+    [
+      'endpoints of the account, with 24 h health',
+      () => endpointsWithHealth(ctx, { accountId: account.id }, { limit: PAGE }),
+    ],
     ['messages: first page', () => listMessages(ctx, busy.id, { limit: PAGE })],
     ['messages: a page from the middle', () => listMessages(ctx, busy.id, { limit: PAGE, after: middleId })],
     ['messages: FAILED', () => listMessages(ctx, busy.id, { limit: PAGE, status: 'FAILED' })],

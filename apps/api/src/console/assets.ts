@@ -98,11 +98,14 @@ fieldset.stack { display: grid; gap: .4rem; max-width: 40rem; }
 fieldset.stack input, fieldset.stack select, fieldset.stack textarea { font: inherit; padding: .35rem; border: 1px solid var(--muted); border-radius: 4px; }
 label.check { display: flex; gap: .4rem; align-items: center; }
 .boxes { display: grid; grid-template-columns: repeat(auto-fill, minmax(17rem, 1fr)); gap: .2rem .8rem; font-size: .9rem; }
+.boxes label { display: flex; gap: .4rem; align-items: baseline; min-width: 0; }
 .actions { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: center; }
 pre { overflow-x: auto; background: var(--code-bg); padding: .6rem; border-radius: 4px; font-size: .85rem; max-height: 32rem; }
 dl.headers { display: grid; grid-template-columns: max-content 1fr; gap: .1rem .8rem; font-family: monospace; font-size: .85rem; }
 dl.headers dd { margin: 0; overflow-wrap: anywhere; }
 ol.attempts { padding-left: 1.2rem; }
+ul.columns { columns: 16rem; column-gap: 1.5rem; }
+th.url { overflow-wrap: anywhere; min-width: 12rem; font-weight: 400; }
 h1, h2, h3 { overflow-wrap: anywhere; }
 pre { max-width: 100%; }
 @media (max-width: 600px) {

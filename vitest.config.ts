@@ -10,6 +10,8 @@ export default defineConfig({
   environments: { ssr: sources, __vitest__: sources },
   test: {
     include: ['apps/*/test/**/*.test.ts', 'packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    // The chaos suite runs on its own, one scenario at a time (`npm run test:chaos`, vitest.chaos.config.ts).
+    exclude: ['test/chaos/**', '**/node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     pool: 'forks',
     // Two cores: two files at a time, each with its own database and queue prefix.

@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { loyaltyActions } from '@stampcard/db';
 import { eq } from 'drizzle-orm';
 import { Redis } from 'ioredis';
@@ -6,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, inProcess } from '../support/client';
 import { makeWorld, uniqueEmail } from '../support/factories';
 import { capturedLogger } from '../support/logs';
-import { freePort } from '../support/processes';
+import { type OwnRedis, ownRedis } from '../support/own-redis';
 import { createTestStack, type TestStack } from '../support/stack';
 import { useTestDb } from '../support/use';
 
@@ -16,47 +15,6 @@ import { useTestDb } from '../support/use';
  * come back by themselves.
  */
 const db = useTestDb();
-
-type OwnRedis = { url: string; stop(): Promise<void>; start(): Promise<void> };
-
-/** A redis-server of the test's own on a free port, started now; `extraArgs` go on its command line. */
-async function ownRedis(extraArgs: string[] = []): Promise<OwnRedis> {
-  const port = await freePort();
-  const url = `redis://127.0.0.1:${port}`;
-  let proc: ChildProcess | null = null;
-  const start = async () => {
-    proc = spawn(
-      'redis-server',
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extraArgs],
-      {
-        stdio: 'ignore',
-      },
-    );
-    const probe = new Redis(url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    probe.on('error', () => {});
-    const until = Date.now() + 10_000;
-    for (;;) {
-      try {
-        await probe.connect();
-        await probe.ping();
-        break;
-      } catch {
-        if (Date.now() > until) throw new Error(`redis-server on ${port} did not start`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
-    probe.disconnect();
-  };
-  const stop = async () => {
-    const p = proc;
-    if (!p || p.exitCode !== null) return;
-    const exited = new Promise((r) => p.once('exit', r));
-    p.kill('SIGKILL');
-    await exited;
-  };
-  await start();
-  return { url, start, stop };
-}
 
 let redis: OwnRedis | undefined;
 let stack: TestStack | undefined;

@@ -1,5 +1,5 @@
 import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, eq, lte, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
 import type { Scheduled } from './messages';
@@ -55,6 +55,28 @@ export async function fanOutEvents(
        from created c join targets t on t.event_id = c.event_id and t.endpoint_id = c.endpoint_id
        where t.enabled) as created`);
   return { events: row?.events ?? 0, scheduled: row?.created ?? [] };
+}
+
+/**
+ * The messages of `eventIds` never attempted yet (PENDING, no attempt) of enabled endpoints. A fan-out run
+ * again after its process died asks for them: the first run may have committed them and died before it queued
+ * their deliveries, and the events, now dispatched, are not fanned out again. Each goes on as its own job,
+ * whose id is the message's, so one already queued is not queued twice.
+ */
+export async function unsentMessagesOf(ctx: Ctx, eventIds: string[]): Promise<Scheduled[]> {
+  if (eventIds.length === 0) return [];
+  return ctx.db
+    .select({ messageId: webhookMessages.id, generation: webhookMessages.generation })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .where(
+      and(
+        inArray(webhookMessages.eventId, eventIds),
+        eq(webhookMessages.status, 'PENDING'),
+        eq(webhookMessages.attempts, 0),
+        eq(webhookEndpoints.enabled, true),
+      ),
+    );
 }
 
 /**

@@ -168,12 +168,15 @@ export async function load(
     stop?: () => boolean;
     /** A pause after each request of a lane, to hold a steady rate rather than the most the API takes. */
     pauseMs?: number;
+    /** Told of every answer (its status, or the error of a request that got none) and how long it took. */
+    onAnswer?: (what: string, ms: number) => void;
   },
 ): Promise<LoadResult> {
   const accepted: string[] = [];
   const uncertain: string[] = [];
   const answers = new Map<string, { count: number; maxMs: number }>();
   const note = (what: string, ms: number) => {
+    opts.onAnswer?.(what, ms);
     const a = answers.get(what) ?? { count: 0, maxMs: 0 };
     answers.set(what, { count: a.count + 1, maxMs: Math.max(a.maxMs, Math.round(ms)) });
   };

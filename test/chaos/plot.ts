@@ -15,7 +15,7 @@ const LINES = [
   { color: '#E69F00', dash: '1 2' },
 ];
 
-const escape = (s: string) =>
+const escapeXml = (s: string) =>
   s.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
 
 /** A round step for about `n` ticks over `span`: 1, 2 or 5 times a power of ten. */
@@ -38,7 +38,7 @@ function panel(p: Panel, top: number, xMax: number): string {
   const x = (v: number) => Math.round((MARGIN.left + (v / xMax) * w) * 10) / 10;
   const y = (v: number) => Math.round((top + MARGIN.top + h - (v / yMax) * h) * 10) / 10;
   const out: string[] = [
-    `<text x="${MARGIN.left}" y="${top + 20}" font-size="14" font-weight="bold">${escape(p.title)}</text>`,
+    `<text x="${MARGIN.left}" y="${top + 20}" font-size="14" font-weight="bold">${escapeXml(p.title)}</text>`,
   ];
   for (let v = 0; v <= yMax + 1e-9; v += yStep) {
     out.push(
@@ -55,7 +55,7 @@ function panel(p: Panel, top: number, xMax: number): string {
   out.push(
     `<line x1="${x(0)}" x2="${x(xMax)}" y1="${y(0)}" y2="${y(0)}" stroke="#333"/>`,
     `<text x="${x(xMax / 2)}" y="${y(0) + 32}" font-size="11" text-anchor="middle">minutes</text>`,
-    `<text transform="translate(16 ${y(yMax / 2)}) rotate(-90)" font-size="11" text-anchor="middle">${escape(p.unit)}</text>`,
+    `<text transform="translate(16 ${y(yMax / 2)}) rotate(-90)" font-size="11" text-anchor="middle">${escapeXml(p.unit)}</text>`,
   );
   p.series.forEach((s, i) => {
     const line = LINES[i % LINES.length]!;
@@ -65,7 +65,7 @@ function panel(p: Panel, top: number, xMax: number): string {
     out.push(
       `<path d="${d}" fill="none" stroke="${line.color}" stroke-width="1.6"${dash}/>`,
       `<line x1="${WIDTH - MARGIN.right + 12}" x2="${WIDTH - MARGIN.right + 36}" y1="${ly}" y2="${ly}" stroke="${line.color}" stroke-width="2"${dash}/>`,
-      `<text x="${WIDTH - MARGIN.right + 42}" y="${ly + 4}" font-size="12">${escape(s.name)}</text>`,
+      `<text x="${WIDTH - MARGIN.right + 42}" y="${ly + 4}" font-size="12">${escapeXml(s.name)}</text>`,
     );
   });
   return out.join('\n');
@@ -80,8 +80,8 @@ export function svgPlot(title: string, description: string, panels: Panel[]): st
   const height = panels.length * PANEL_HEIGHT;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-labelledby="t d" font-family="sans-serif">`,
-    `<title id="t">${escape(title)}</title>`,
-    `<desc id="d">${escape(description)}</desc>`,
+    `<title id="t">${escapeXml(title)}</title>`,
+    `<desc id="d">${escapeXml(description)}</desc>`,
     `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
     ...panels.map((p, i) => panel(p, i * PANEL_HEIGHT, xMax)),
     '</svg>',

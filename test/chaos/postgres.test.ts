@@ -1,7 +1,18 @@
 import { connectPostgres, runMigrations } from '@stampcard/db';
 import { afterAll, describe, expect, it } from 'vitest';
+import { consoleSession } from '../support/console';
 import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
-import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack } from './support';
+import {
+  CONSOLE_PAGES,
+  chaosProgram,
+  ledgerFigures,
+  load,
+  probeConsole,
+  report,
+  sleep,
+  until,
+  useChaosStack,
+} from './support';
 
 /**
  * Scenario 3: a PostgreSQL of the scenario's own restarted, then frozen (SIGSTOP: connections open, nothing
@@ -32,6 +43,9 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
     await runMigrations(pg.url('stampcard'));
     const roles = [await stack.start('api'), await stack.start('worker'), await stack.start('dispatcher')];
     const p = await chaosProgram(stack, { conversionsRequired: 3, isUnlimited: true });
+    // An operator's console open through it all: its pages too answer fast while PostgreSQL is frozen.
+    const { cookie } = await consoleSession(stack.baseUrl, stack.token);
+    let frozenConsole: Awaited<ReturnType<typeof probeConsole>> = [];
     const result = await load(stack, p, {
       total: 6000,
       concurrency: 8,
@@ -41,7 +55,10 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
         pg!.restart();
         await sleep(3000);
         pg!.freeze();
-        await sleep(6000);
+        await sleep(1000);
+        const probed = Date.now();
+        frozenConsole = await probeConsole(stack, cookie);
+        await sleep(Math.max(0, 5000 - (Date.now() - probed)));
         pg!.thaw();
       },
     });
@@ -57,6 +74,7 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
       'every accepted action applied',
     );
     const figures = await ledgerFigures(stack.sql, p.campaignId, result.accepted, result.uncertain);
+    const backConsole = await probeConsole(stack, cookie);
     const [rewards] = await stack.sql<{ off: number }[]>`
       select count(*) filter (where held <> p.loyalty_action_count / 3)::int as off
       from participants p
@@ -69,6 +87,7 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
       readyAfterThawMs: backMs,
       recoveryMs,
       answers: result.answers,
+      consoleFrozen: frozenConsole.map((a) => `${a.page} ${a.status} ${a.ms}ms`).join(', '),
     });
     // Every role is the one started: none died.
     for (const run of roles) expect(run.child.exitCode, run.output().slice(-2000)).toBeNull();
@@ -80,5 +99,11 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
     expect([...result.answers.keys()].filter((k) => !/^(200|503)/.test(k))).toEqual([]);
     expect(figures).toMatchObject({ lost: 0, doubled: 0, unknown: 0, queued: 0 });
     expect(rewards!.off).toBe(0);
+    // The console's pages: a 503 page within the same bounds while PostgreSQL is frozen, never a 500 or a hang;
+    // each page again once it is back.
+    expect(frozenConsole.map((a) => a.status)).toEqual(CONSOLE_PAGES.map(() => '503'));
+    for (const a of frozenConsole)
+      expect(a.ms, a.page).toBeLessThan(REQUEST_TIMEOUT_MS + STATEMENT_TIMEOUT_MS + 2500);
+    expect(backConsole.map((a) => a.status)).toEqual(CONSOLE_PAGES.map(() => '200'));
   }, 300_000);
 });

@@ -1,6 +1,17 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { consoleSession } from '../support/console';
 import { type OwnRedis, ownRedis } from '../support/own-redis';
-import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack } from './support';
+import {
+  CONSOLE_PAGES,
+  chaosProgram,
+  ledgerFigures,
+  load,
+  probeConsole,
+  report,
+  sleep,
+  until,
+  useChaosStack,
+} from './support';
 
 /**
  * Scenario 2: the scenario's own Redis killed and started again empty (every queue and job gone) while actions
@@ -24,6 +35,9 @@ describe('chaos: Redis emptied and stopped under load', () => {
     redis = await ownRedis();
     const roles = [await stack.start('api'), await stack.start('worker')];
     const p = await chaosProgram(stack, { conversionsRequired: 4, isUnlimited: true });
+    // An operator's console open through it all: PostgreSQL holds what its pages show, so they still answer.
+    const { cookie } = await consoleSession(stack.baseUrl, stack.token);
+    let downConsole: Awaited<ReturnType<typeof probeConsole>> = [];
     let stopping = false;
     const phases: Record<string, number> = {};
     const downAnswers = { ok: 0, other: 0, maxMs: 0 };
@@ -50,7 +64,9 @@ describe('chaos: Redis emptied and stopped under load', () => {
           pauseMs: 200,
           stop: () => !redis || backAt > 0,
           during: async () => {
-            await sleep(DOWN_S * 1000);
+            await sleep(2000);
+            downConsole = await probeConsole(stack, cookie);
+            await sleep(Math.max(0, DOWN_S * 1000 - 2000));
             await redis!.start();
             backAt = performance.now();
           },
@@ -83,10 +99,13 @@ describe('chaos: Redis emptied and stopped under load', () => {
       slowestWhileDownMs: downAnswers.maxMs,
       recoveryMs,
       answers: result.answers,
+      consoleDown: downConsole.map((a) => `${a.page} ${a.status} ${a.ms}ms`).join(', '),
     });
     for (const run of roles) expect(run.child.exitCode, run.output().slice(-2000)).toBeNull();
     expect(downAnswers.ok).toBeGreaterThan(0);
     expect(downAnswers.maxMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1500);
     expect(figures).toMatchObject({ lost: 0, doubled: 0, unknown: 0, queued: 0 });
+    expect(downConsole.map((a) => a.status)).toEqual(CONSOLE_PAGES.map(() => '200'));
+    for (const a of downConsole) expect(a.ms, a.page).toBeLessThan(REQUEST_TIMEOUT_MS + 1500);
   }, 300_000);
 });

@@ -298,3 +298,30 @@ export function report(scenario: string, figures: Record<string, unknown>) {
     .join(' ');
   console.info(`chaos ${scenario}: ${line}`);
 }
+
+/** The console's pages an operator keeps open: the overview, the webhooks, the participants, the programs. */
+export const CONSOLE_PAGES = ['/console', '/console/webhooks', '/console/participants', '/console/programs'];
+
+/**
+ * Asks for every console page at once with a signed-in session (`cookie`), 10 s at most each: answers each
+ * page's status
+ * (or the error of a request that got none) and how long it took.
+ */
+export async function probeConsole(stack: ChaosStack, cookie: string) {
+  return Promise.all(
+    CONSOLE_PAGES.map(async (page) => {
+      const started = performance.now();
+      const res = await fetch(`${stack.baseUrl}${page}`, {
+        headers: { cookie },
+        redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
+      })
+        .then(async (r) => {
+          await r.arrayBuffer();
+          return String(r.status);
+        })
+        .catch((err: Error) => err.name);
+      return { page, status: res, ms: Math.round(performance.now() - started) };
+    }),
+  );
+}

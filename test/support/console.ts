@@ -40,8 +40,8 @@ export function consoleSignIn(baseUrl: string, token = OPERATOR_TOKEN) {
 }
 
 /** The `name=value` of a signed-in session's cookie, and its CSRF token as the page's sign-out form has it. */
-export async function consoleSession(baseUrl: string) {
-  const res = await consoleSignIn(baseUrl);
+export async function consoleSession(baseUrl: string, token = OPERATOR_TOKEN) {
+  const res = await consoleSignIn(baseUrl, token);
   const cookie = res.headers.get('set-cookie')!.split(';')[0]!;
   const page = await fetch(`${baseUrl}/console`, { headers: { cookie } });
   expect(page.status).toBe(200);

@@ -80,8 +80,10 @@ export function createApp(deps: Deps) {
 
   // Before the /v1 middleware: the document and its page need no API key, and answer from memory.
   registerDocs(app);
-  app.use('/v1/*', requestDeadline);
-  app.use('/admin/*', requestDeadline);
+  // Every page and call that reads a store answers within its budget, the console's and the portal's too.
+  for (const path of ['/v1/*', '/admin/*', CONSOLE_PATH, `${CONSOLE_PATH}/*`, `${PORTAL_PATH}/*`]) {
+    app.use(path, requestDeadline);
+  }
 
   registerGetHealth(app);
   // Unauthenticated: one shared check a second at most, whatever the callers (see createReadiness).

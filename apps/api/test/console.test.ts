@@ -1,5 +1,6 @@
 import { createStampcardClient } from '@stampcard/client';
 import { OVERVIEW_STATEMENT_TIMEOUT_MS } from '@stampcard/core';
+import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../../../test/support/client';
@@ -161,6 +162,10 @@ describe('state-changing console requests', () => {
     expect((await fetch(url('/console/sign-in'), { headers: { cookie }, redirect: 'manual' })).status).toBe(
       200,
     );
+    // A sign-out is kept until its session would have expired, then deleted by a later sign-out.
+    await stack.ctx.db.execute(
+      sql`insert into console_sign_outs (session_id, expires_at) values ('long-gone', now() - interval '1 hour')`,
+    );
     const viaHeader = await session();
     const again = await fetch(url('/console/sign-out'), {
       method: 'POST',
@@ -168,18 +173,38 @@ describe('state-changing console requests', () => {
       redirect: 'manual',
     });
     expect(again.status).toBe(303);
+    const kept = await stack.ctx.db.execute<{ session_id: string }>(
+      sql`select session_id from console_sign_outs`,
+    );
+    expect(kept.map((r) => r.session_id)).not.toContain('long-gone');
+    expect(kept.length).toBeGreaterThanOrEqual(2);
   });
 });
 
 describe('the console without Redis', () => {
-  it('answers 503, and lets nobody in, when the signed-out sessions cannot be read', async () => {
+  it('still answers from PostgreSQL: the overview says the queues are out of reach, and a signed-out session stays out', async () => {
     const { cookie } = await session();
+    const gone = await session();
+    const signedOut = await fetch(url('/console/sign-out'), {
+      method: 'POST',
+      headers: { cookie: gone.cookie, 'x-csrf-token': gone.csrf },
+      redirect: 'manual',
+    });
+    expect(signedOut.status).toBe(303);
     const down = queueDown();
     try {
       const app = createApp({ ...stack.deps, redis: down.redis, queues: down.queues });
       const res = await app.request('/console', { headers: { cookie } });
-      expect(res.status).toBe(503);
-      expect(await res.json()).toMatchObject({ code: 'UNAVAILABLE' });
+      expect(res.status).toBe(200);
+      const page = await res.text();
+      expect(page).toContain('id="queues-unavailable"');
+      expect(page).not.toContain('data-queue=');
+      for (const path of ['/console/webhooks', '/console/participants', '/console/programs']) {
+        expect((await app.request(path, { headers: { cookie } })).status, path).toBe(200);
+      }
+      const refused = await app.request('/console', { headers: { cookie: gone.cookie }, redirect: 'manual' });
+      expect(refused.status).toBe(303);
+      expect(refused.headers.get('location')).toBe('/console/sign-in');
     } finally {
       await down.close();
     }

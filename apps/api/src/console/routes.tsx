@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import { clip, operationsOverview } from '@stampcard/core';
+import { clip, DomainError, isSignedOut, operationsOverview, recordSignOut } from '@stampcard/core';
 import { queueCounts } from '@stampcard/jobs';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -16,12 +16,10 @@ import { registerReviews } from './reviews';
 import {
   csrfMatches,
   csrfToken,
-  isSignedOut,
   newSession,
   readSession,
   SESSION_COOKIE,
   SESSION_TTL_SECONDS,
-  signOut,
 } from './session';
 import { registerTeam } from './team';
 import {
@@ -66,9 +64,9 @@ const guard: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /** The request's session: its cookie's, valid, unexpired, and not signed out; else null. */
 async function currentSession(c: C) {
-  const { operatorToken, clock, redis } = c.get('deps');
+  const { operatorToken, clock } = c.get('deps');
   const session = readSession(getCookie(c, SESSION_COOKIE), operatorToken, clock.now());
-  return session && !(await isSignedOut(redis, prefixOf(c), session)) ? session : null;
+  return session && !(await isSignedOut(c.get('ctx'), session.id)) ? session : null;
 }
 
 /**
@@ -113,15 +111,20 @@ const cookieOptions = (c: C) =>
     sameSite: 'Strict',
   }) as const;
 
+/**
+ * The overview's figures. PostgreSQL's are the page; the queues' come from Redis, and a Redis that does not
+ * answer leaves their table saying so (null) rather than failing the page an operator opens to see what is wrong.
+ */
 async function overviewData(c: C) {
   const [queues, ops] = await Promise.all([
-    queueCounts(c.get('deps').queues),
+    queueCounts(c.get('deps').queues).catch((err: unknown) => {
+      if (err instanceof DomainError && err.code === 'UNAVAILABLE') return null;
+      throw err;
+    }),
     operationsOverview(c.get('ctx')),
   ]);
   return { queues, ops };
 }
-
-const prefixOf = (c: C) => c.get('deps').redisPrefix ?? 'stampcard';
 
 const csrfOf = (c: C) => csrfToken(c.get('consoleSession')!, c.get('deps').operatorToken);
 
@@ -158,8 +161,8 @@ export function operatorConsole() {
   app.use('*', requireSession);
 
   app.post('/sign-out', async (c) => {
-    const { redis, clock } = c.get('deps');
-    await signOut(redis, prefixOf(c), c.get('consoleSession')!, clock.now());
+    const session = c.get('consoleSession')!;
+    await recordSignOut(c.get('ctx'), session.id, new Date(session.expiresAt));
     deleteCookie(c, SESSION_COOKIE, cookieOptions(c));
     return c.redirect(SIGN_IN_PATH, 303);
   });

@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { unavailable } from '@stampcard/core';
-import type { Redis } from 'ioredis';
 import { sameSecret } from '../lib/same-secret';
 import { derivedKey, mac } from '../lib/signed';
 
@@ -61,32 +59,4 @@ export function csrfMatches(
   operatorToken: string,
 ): boolean {
   return given !== undefined && sameSecret(given, csrfToken(session, operatorToken));
-}
-
-/** The Redis key that marks a session signed out, until it would have expired anyway. */
-const signedOutKey = (prefix: string, session: ConsoleSession) =>
-  `${prefix}:console:signed-out:${session.id}`;
-
-const redisDown = (err: unknown) =>
-  unavailable('Redis does not answer: console sessions cannot be checked, retry later', err);
-
-/** Ends a session on the server: its cookie, wherever a copy of it is, is refused from now on. */
-export async function signOut(
-  redis: Redis,
-  prefix: string,
-  session: ConsoleSession,
-  now: Date,
-): Promise<void> {
-  const ms = Math.max(1, session.expiresAt - now.getTime());
-  await redis.set(signedOutKey(prefix, session), '1', 'PX', ms).catch((err: unknown) => {
-    throw redisDown(err);
-  });
-}
-
-/** Whether a session was signed out (one Redis read per console request). */
-export async function isSignedOut(redis: Redis, prefix: string, session: ConsoleSession): Promise<boolean> {
-  const found = await redis.exists(signedOutKey(prefix, session)).catch((err: unknown) => {
-    throw redisDown(err);
-  });
-  return found === 1;
 }

@@ -107,7 +107,8 @@ export function SignInPage(props: { error?: string }) {
   );
 }
 
-export type OverviewData = { queues: QueueCounts[]; ops: OperationsOverview };
+/** `queues` null: Redis did not answer, and the page says so where the queue table stands. */
+export type OverviewData = { queues: QueueCounts[] | null; ops: OperationsOverview };
 
 /** The queue table's columns, as `QueueCounts` names them in lower case. */
 const QUEUE_STATES = ['Waiting', 'Active', 'Delayed', 'Failed'] as const;
@@ -152,32 +153,39 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
         {card('delivered-minute', 'Delivered', last.delivered)}
         {card('failed-minute', 'Failed', last.failed)}
       </dl>
-      <section class="table-wrap" tabindex={0} aria-label="Queues">
-        <table id="queues">
-          <caption>Queues</caption>
-          <thead>
-            <tr>
-              <th scope="col">Queue</th>
-              {QUEUE_STATES.map((state) => (
-                <th scope="col" class="n">
-                  {state}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {queues.map((q) => (
-              <tr data-queue={q.name}>
-                <th scope="row">{q.name}</th>
-                {QUEUE_STATES.map((state) => {
-                  const n = q[state.toLowerCase() as Lowercase<typeof state>];
-                  return <td class={state === 'Failed' && n > 0 ? 'n bad' : 'n'}>{n}</td>;
-                })}
+      {queues === null ? (
+        <p id="queues-unavailable" class="bad" role="status">
+          Queues: Redis does not answer. Actions are still accepted and kept in PostgreSQL; the worker applies
+          them once Redis is back.
+        </p>
+      ) : (
+        <section class="table-wrap" tabindex={0} aria-label="Queues">
+          <table id="queues">
+            <caption>Queues</caption>
+            <thead>
+              <tr>
+                <th scope="col">Queue</th>
+                {QUEUE_STATES.map((state) => (
+                  <th scope="col" class="n">
+                    {state}
+                  </th>
+                ))}
               </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+            </thead>
+            <tbody>
+              {queues.map((q) => (
+                <tr data-queue={q.name}>
+                  <th scope="row">{q.name}</th>
+                  {QUEUE_STATES.map((state) => {
+                    const n = q[state.toLowerCase() as Lowercase<typeof state>];
+                    return <td class={state === 'Failed' && n > 0 ? 'n bad' : 'n'}>{n}</td>;
+                  })}
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      )}
       <h2>Endpoints failing now</h2>
       {ops.failingEndpoints.length === 0 ? (
         <p id="failing-none">None.</p>

@@ -1,6 +1,7 @@
 export * from './accounts';
 export * from './actions';
 export * from './campaigns';
+export * from './console';
 export * from './erasures';
 export * from './fraud';
 export * from './idempotency';

@@ -13,6 +13,7 @@ export * from './campaigns/create';
 export * from './campaigns/list';
 export * from './campaigns/show';
 export * from './campaigns/update';
+export * from './console/sign-outs';
 export * from './overview';
 export type { OperatorList, OperatorPage, OperatorPageQuery } from './page';
 export * from './rewards/create';

@@ -143,6 +143,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     supportUrl: config.SUPPORT_URL,
     publicUrl: config.PUBLIC_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    exportConcurrency: config.EXPORT_CONCURRENCY,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     limits: limits ?? undefined,
     trustedProxyHops: config.TRUSTED_PROXY_HOPS,

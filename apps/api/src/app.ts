@@ -16,6 +16,7 @@ import { registerDocs } from './docs/index';
 import type { AppEnv, Deps } from './env';
 import { errorResponse, handleError, validationHook } from './errors';
 import { allowedMethods } from './lib/allowed-methods';
+import { createExportSlots } from './lib/export-slots';
 import { BODY_LIMITS } from './lib/parse-body';
 import { createReadiness } from './lib/readiness';
 import { apiKeyAuth } from './middleware/auth';
@@ -57,8 +58,10 @@ export function createApp(deps: Deps) {
     applied: deps.applied,
   };
 
+  const exportSlots = createExportSlots(deps.exportConcurrency ?? 2);
   app.use('*', async (c, next) => {
     c.set('deps', deps);
+    c.set('exportSlots', exportSlots);
     c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache, afterCommit });
     c.set('trigger', trigger);
     await next();

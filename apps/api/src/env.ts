@@ -6,6 +6,7 @@ import type { Queues } from '@stampcard/jobs';
 import type { MiddlewareHandler } from 'hono';
 import type { Redis } from 'ioredis';
 import type { ConsoleSession } from './console/session';
+import type { ExportSlots } from './lib/export-slots';
 import type { RateLimiter } from './limits/limiter';
 import type { PortalGrant } from './portal/link';
 
@@ -92,6 +93,12 @@ export type Deps = {
    * @defaultValue 3000
    */
   statementTimeoutMs?: number;
+  /**
+   * Exports (`…/export`) streaming at once in this process (`EXPORT_CONCURRENCY`): each holds a database
+   * connection while its reader reads; one more is refused 429.
+   * @defaultValue 2
+   */
+  exportConcurrency?: number;
 };
 
 export type AppEnv = {
@@ -101,6 +108,8 @@ export type AppEnv = {
     /** How triggers record their actions: batched across concurrent requests (see `createApp`). */
     trigger: TriggerOptions;
     requestId: string;
+    /** The process's export slots (`Deps.exportConcurrency`). */
+    exportSlots: ExportSlots;
     principal: Principal;
     /** Set on console requests once their session cookie was verified. */
     consoleSession?: ConsoleSession;

@@ -114,8 +114,12 @@ describe('GET /v1/openapi.json', () => {
 
   it('gives every operation a typed 200 body', () => {
     const untyped = operations.filter(({ op }) => {
-      const schema = op.responses['200']?.content?.['application/json']?.schema;
-      return !schema || !typed(schema);
+      const content: Record<string, { schema?: any }> = op.responses['200']?.content ?? {};
+      const schema = content['application/json']?.schema;
+      if (schema) return !typed(schema);
+      // A file (an export): each media type it is served as, a string.
+      const files = Object.values(content);
+      return files.length === 0 || files.some((c) => c.schema?.type !== 'string');
     });
     expect(untyped.map((o) => `${o.method} ${o.path}`)).toEqual([]);
   });
@@ -449,11 +453,11 @@ describe('answers match the document', () => {
   });
 
   /** The declared body of an operation's answer of this status, as a validator (null when none is declared). */
-  function validatorFor(key: string, op: Operation, status: number) {
-    const id = `${key} ${status}`;
+  function validatorFor(key: string, op: Operation, status: number, mediaType = 'application/json') {
+    const id = `${key} ${status} ${mediaType}`;
     let validate = compiled.get(id);
     if (!validate) {
-      const schema = op.responses[String(status)]?.content?.['application/json']?.schema;
+      const schema = op.responses[String(status)]?.content?.[mediaType]?.schema;
       if (!schema) throw new Error(`${id}: no such answer in the document`);
       const check = ajv.compile(
         JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"openapi#/components/')),
@@ -476,7 +480,14 @@ describe('answers match the document', () => {
     if (reply.status !== status) {
       throw new Error(`${key}: ${reply.status} ${JSON.stringify(reply.body)}, expected ${status}`);
     }
-    const validate = validatorFor(key, op, status);
+    // The media type the answer says it is (a file's, for an export), as the document lists it.
+    const mediaType = (reply.headers.get('content-type') ?? '').split(';')[0]!.trim();
+    const validate = validatorFor(
+      key,
+      op,
+      status,
+      mediaType === 'text/csv' || mediaType === 'application/x-ndjson' ? mediaType : 'application/json',
+    );
     expect(validate(reply.body), `${key} ${status}\n${JSON.stringify(reply.body).slice(0, 2000)}`).toBeNull();
     expect(reply.headers.get('x-request-id'), `${key} ${status}`).toBeTruthy();
     if (status === 429) expect(Number(reply.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
@@ -799,6 +810,16 @@ describe('answers match the document', () => {
       'GET',
       '/v1/campaign/{id}/participants',
       await api.get(`/v1/campaign/${campaign.id}/participants`),
+    );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/participants/export',
+      await api.get(`/v1/campaign/${campaign.id}/participants/export`),
+    );
+    answers(
+      'GET',
+      '/v1/campaign/{id}/participants/export',
+      await api.get(`/v1/campaign/${campaign.id}/participants/export`, { accept: 'application/x-ndjson' }),
     );
     // Manual review on the operator API: a level set by hand (the feed below then carries its event).
     const reviewed = conforms(

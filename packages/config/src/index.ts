@@ -71,6 +71,12 @@ export const envSchema = z.object({
    */
   REQUEST_TIMEOUT_MS: intFromEnv(5000, 100),
   /**
+   * Exports (`GET …/participants/export`) streaming at once in one API process: each holds a database
+   * connection while its reader reads; one more is refused 429.
+   * @defaultValue 2
+   */
+  EXPORT_CONCURRENCY: intFromEnv(2, 1),
+  /**
    * A worker's job lock, in ms: the jobs of a worker that died are taken over by another within about
    * 1.5 times this (the lock runs out, then the next stalled-job check finds them).
    * @defaultValue 10000

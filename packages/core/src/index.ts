@@ -25,6 +25,7 @@ export * from './services/auth';
 export * from './services/campaigns';
 export * from './services/event-feed';
 export * from './services/events';
+export * from './services/exports/index';
 export * from './services/form-submissions/index';
 export * from './services/leaderboard/index';
 export * from './services/ledger';

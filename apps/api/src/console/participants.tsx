@@ -20,6 +20,7 @@ import type { Context, Hono } from 'hono';
 import type { z } from 'zod';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
+import { participantsExport } from '../lib/exports';
 import { badStringReason, parseJsonBody } from '../lib/parse-body';
 import { UpdateParticipantBody } from '../routes/v1/participants/schemas';
 import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
@@ -107,6 +108,16 @@ export function ParticipantsPage(props: {
       <h1>Participants{props.campaignName ? `: ${props.campaignName}` : ''}</h1>
       <Flash problem={props.problem} />
       <SearchForm filter={filter} />
+      {page && filter.campaignId ? (
+        <p>
+          <a
+            href={`${PARTICIPANTS_PATH}/export?campaignId=${encodeURIComponent(filter.campaignId)}`}
+            download
+          >
+            Export every participant (CSV)
+          </a>
+        </p>
+      ) : null}
       {page ? (
         <section class="table-wrap" tabindex={0} aria-label="Participants found">
           {page.participants.length === 0 ? (
@@ -362,6 +373,11 @@ const problemOf = (error: z.ZodError) =>
 
 /** `GET /console/participants` and a participant's page, with its changes (the API's own services). */
 export function registerParticipants(app: Hono<AppEnv>, helpers: ConsoleHelpers) {
+  app.get('/participants/export', async (c) => {
+    const campaign = await campaignForReview(c.get('ctx'), idOf(c.req.query('campaignId')) ?? '');
+    return participantsExport(c, campaign.id, 'csv');
+  });
+
   app.get('/participants', async (c) => {
     const csrf = helpers.csrfOf(c);
     const { filter, problem } = filterOf(c);

@@ -13,6 +13,7 @@ import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
 import { registerAddParticipant } from './participants/add-participant';
 import { registerDeleteParticipant } from './participants/delete-participant';
+import { registerExportParticipants } from './participants/export-participants';
 import { registerGetErasure } from './participants/get-erasure';
 import { registerGetLeaderboard } from './participants/get-leaderboard';
 import { registerGetParticipant } from './participants/get-participant';
@@ -34,6 +35,7 @@ export function registerV1(app: App) {
   registerDeleteParticipant(app);
   registerGetErasure(app);
   registerListParticipants(app);
+  registerExportParticipants(app);
   registerGetLeaderboard(app);
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);

@@ -43,7 +43,7 @@ export type ParticipantPage = {
 };
 
 /** Ids compared byte by byte: the same order whatever the database's collation. */
-const byteWiseId = sql`${participants.id} collate "C"`;
+export const byteWiseId = sql`${participants.id} collate "C"`;
 
 /**
  * A campaign's participants by id ascending, cursor-paged: `nextId` is the id of the first participant of the

@@ -1,0 +1,139 @@
+import { exportParticipants, PARTICIPANT_EXPORT_COLUMNS } from '@stampcard/core';
+import { stringify } from 'csv-stringify/sync';
+import type { Context } from 'hono';
+import type { AppEnv } from '../env';
+import { errorResponse } from '../errors';
+
+/** What an export is written as: CSV (the default) or NDJSON (asked for with `Accept: application/x-ndjson`). */
+export type ExportFormat = 'csv' | 'ndjson';
+
+export const EXPORT_MEDIA_TYPES = { csv: 'text/csv; charset=utf-8', ndjson: 'application/x-ndjson' } as const;
+
+/** NDJSON when the `Accept` header names it (`application/x-ndjson` or `application/ndjson`), else CSV. */
+export function exportFormatOf(accept: string | undefined): ExportFormat {
+  return /application\/(x-)?ndjson/i.test(accept ?? '') ? 'ndjson' : 'csv';
+}
+
+/** A CSV cell: text as it is, numbers and booleans as written in JSON, objects as their JSON, null empty. */
+function cell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object') return JSON.stringify(v);
+  return String(v);
+}
+
+/** Rows as text: CSV records (RFC 4180: quoted when they hold a comma, quote or line break) or NDJSON lines. */
+export function formatRows(
+  format: ExportFormat,
+  columns: readonly string[],
+  rows: readonly Record<string, unknown>[],
+): string {
+  if (format === 'ndjson') return rows.map((r) => `${JSON.stringify(r)}\n`).join('');
+  return stringify(
+    rows.map((r) => columns.map((c) => cell(r[c]))),
+    { record_delimiter: '\r\n' },
+  );
+}
+
+/** The CSV header line (NDJSON has none). */
+export const headerOf = (format: ExportFormat, columns: readonly string[]) =>
+  format === 'csv' ? stringify([[...columns]], { record_delimiter: '\r\n' }) : '';
+
+/**
+ * A streamed export: `run` reads the rows and hands each page to its `write`, which sends them and waits while
+ * the reader is behind (the stream's queue holds a few pages). The answer ends when `run` has read every row;
+ * a `run` that fails (the database, the reader too slow) breaks the connection instead of ending it, so a
+ * partial file is never taken for a whole one; a reader that goes away makes `write` throw, which ends `run`.
+ * `done` is called once, whatever happened.
+ */
+export function exportStream(
+  format: ExportFormat,
+  columns: readonly string[],
+  run: (write: (rows: Record<string, unknown>[]) => Promise<void>) => Promise<number>,
+  done: (err: unknown, rows: number) => void,
+): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let wake: (() => void) | null = null;
+  let cancelled = false;
+  let sent = 0;
+  const gone = () => new Error('the reader of the export went away');
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const send = async (text: string) => {
+          if (cancelled) throw gone();
+          if (text) controller.enqueue(encoder.encode(text));
+          while (!cancelled && (controller.desiredSize ?? 1) <= 0) {
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+          }
+          if (cancelled) throw gone();
+        };
+        void (async () => {
+          try {
+            await send(headerOf(format, columns));
+            const rows = await run(async (page) => {
+              sent += page.length;
+              await send(formatRows(format, columns, page));
+            });
+            controller.close();
+            done(null, rows);
+          } catch (err) {
+            if (!cancelled) controller.error(err);
+            done(err, sent);
+          }
+        })();
+      },
+      pull() {
+        wake?.();
+        wake = null;
+      },
+      cancel() {
+        cancelled = true;
+        wake?.();
+        wake = null;
+      },
+    },
+    // Four chunks (pages) queued at most before the reading waits for the reader.
+    { highWaterMark: 4 },
+  );
+}
+
+/**
+ * The answer of a participants export, for the API and the console alike: 429 when this process runs as many
+ * exports as it may, else the campaign's participants streamed in the format `Accept` asks for (`format`
+ * overrides it), as a download. Past the request's deadline the export goes on: its own bounds are each page's
+ * statement timeout and the idle-in-transaction timeout of a reader that stops.
+ */
+export function participantsExport(c: Context<AppEnv>, campaignId: string, format?: ExportFormat): Response {
+  const slots = c.get('exportSlots');
+  const release = slots.take();
+  if (!release) {
+    return errorResponse(
+      c,
+      'RATE_LIMIT',
+      `${slots.max} exports are running on this server: retry in a few seconds`,
+      { policyName: 'CONCURRENCY' },
+      { 'Retry-After': '5' },
+    );
+  }
+  const as = format ?? exportFormatOf(c.req.header('accept'));
+  const { logger } = c.get('deps');
+  const requestId = c.get('requestId');
+  const body = exportStream(
+    as,
+    PARTICIPANT_EXPORT_COLUMNS,
+    (write) => exportParticipants({ ...c.get('ctx'), signal: undefined }, campaignId, write),
+    (err, rows) => {
+      release();
+      if (err) logger.warn({ err, requestId, campaignId, rows }, 'participants export cut off');
+      else logger.info({ requestId, campaignId, rows }, 'participants export done');
+    },
+  );
+  return c.body(body, 200, {
+    'Content-Type': EXPORT_MEDIA_TYPES[as],
+    'Content-Disposition': `attachment; filename="participants-${campaignId}.${as}"`,
+    'Cache-Control': 'no-store',
+  });
+}

@@ -1,0 +1,2 @@
+export * from './participants';
+export * from './snapshot';

@@ -816,6 +816,11 @@ describe('answers match the document', () => {
       '/v1/campaign/{id}/participants/export',
       await api.get(`/v1/campaign/${campaign.id}/participants/export`),
     );
+    conforms(
+      'GET',
+      '/v1/campaign/{id}/loyalty-actions/export',
+      await api.get(`/v1/campaign/${campaign.id}/loyalty-actions/export?status=APPLIED`),
+    );
     answers(
       'GET',
       '/v1/campaign/{id}/participants/export',

@@ -183,7 +183,7 @@ export interface paths {
         };
         /**
          * Every participant of a campaign, as a CSV or NDJSON file
-         * @description Every participant as of the moment the export starts (one consistent snapshot: participants added or changed while it streams are not in it, none is in it twice), by id, streamed: its memory does not grow with the campaign. CSV (RFC 4180, a header line, `\r\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. Columns, in order: `id`, `email`, `firstName`, `lastName`, `notes`, `loyaltyActionSource`, `fraudRiskLevel`, `fraudReasonCode`, `isWinner`, `loyaltyActionCount`, `monthlyLoyaltyActionCount`, `prevMonthlyLoyaltyActionCount`, `loyaltyActionCountsPerReward`, `metadata`, `createdAt`: the Participant's fields, `createdAt` as an ISO 8601 time, `metadata` and `loyaltyActionCountsPerReward` as JSON objects (JSON text in a CSV cell), booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.
+         * @description Every participant as of the moment the export starts (one consistent snapshot: participants added or changed while it streams are not in it, none is in it twice), by id. Columns, in order: `id`, `email`, `firstName`, `lastName`, `notes`, `loyaltyActionSource`, `fraudRiskLevel`, `fraudReasonCode`, `isWinner`, `loyaltyActionCount`, `monthlyLoyaltyActionCount`, `prevMonthlyLoyaltyActionCount`, `loyaltyActionCountsPerReward`, `metadata`, `createdAt`: the Participant's fields, `createdAt` as an ISO 8601 time. Streamed: its memory does not grow with the rows. CSV (RFC 4180, a header line, `\r\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. JSON objects and arrays are JSON text in a CSV cell, booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.
          */
         get: operations["exportParticipants"];
         put?: never;
@@ -263,6 +263,26 @@ export interface paths {
          * @description `status` is `QUEUED`, `APPLIED` or `REJECTED` (with `reason`); `unlockedRewards` lists the rewards it unlocked.
          */
         get: operations["getLoyaltyAction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaign/{id}/loyalty-actions/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's loyalty actions, as a CSV or NDJSON file
+         * @description The campaign's ledger as of the moment the export starts (one consistent snapshot), oldest first: the actions accepted at or after `from` and before `to` (UTC ms; both optional), with `status` if given. Columns, in order: `id`, `participantId`, `participantEmail`, `rewardId`, `status`, `reason`, `unlockedRewardIds`, `metadata`, `createdAt`, `appliedAt`: the LoyaltyAction's fields, its participant's email (empty once the participant is deleted), the ids of the rewards it unlocked, and its times as ISO 8601. Streamed: its memory does not grow with the rows. CSV (RFC 4180, a header line, `\r\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. JSON objects and arrays are JSON text in a CSV cell, booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.
+         */
+        get: operations["exportLoyaltyActions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -6094,6 +6114,226 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LoyaltyAction"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    exportLoyaltyActions: {
+        parameters: {
+            query?: {
+                /** @description Accepted at or after (UTC ms) */
+                from?: number | null;
+                /** @description Accepted before (UTC ms) */
+                to?: number | null;
+                status?: "QUEUED" | "APPLIED" | "REJECTED";
+            };
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The loyalty actions, streamed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
                 };
             };
             /**

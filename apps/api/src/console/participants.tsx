@@ -20,7 +20,7 @@ import type { Context, Hono } from 'hono';
 import type { z } from 'zod';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
-import { participantsExport } from '../lib/exports';
+import { exportResponse, participantsExport } from '../lib/exports';
 import { badStringReason, parseJsonBody } from '../lib/parse-body';
 import { UpdateParticipantBody } from '../routes/v1/participants/schemas';
 import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
@@ -375,7 +375,7 @@ const problemOf = (error: z.ZodError) =>
 export function registerParticipants(app: Hono<AppEnv>, helpers: ConsoleHelpers) {
   app.get('/participants/export', async (c) => {
     const campaign = await campaignForReview(c.get('ctx'), idOf(c.req.query('campaignId')) ?? '');
-    return participantsExport(c, campaign.id, 'csv');
+    return exportResponse(c, participantsExport(campaign.id), 'csv');
   });
 
   app.get('/participants', async (c) => {

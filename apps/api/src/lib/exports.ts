@@ -1,4 +1,4 @@
-import { exportParticipants, PARTICIPANT_EXPORT_COLUMNS } from '@stampcard/core';
+import { type Ctx, exportParticipants, PARTICIPANT_EXPORT_COLUMNS } from '@stampcard/core';
 import { stringify } from 'csv-stringify/sync';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
@@ -100,13 +100,21 @@ export function exportStream(
   );
 }
 
+/** What an export streams: its name (the file's and the log's), its campaign, its columns, and how to read it. */
+export type ExportJob = {
+  name: 'participants' | 'loyalty-actions';
+  campaignId: string;
+  columns: readonly string[];
+  run: (ctx: Ctx, write: (rows: Record<string, unknown>[]) => Promise<void>) => Promise<number>;
+};
+
 /**
- * The answer of a participants export, for the API and the console alike: 429 when this process runs as many
- * exports as it may, else the campaign's participants streamed in the format `Accept` asks for (`format`
- * overrides it), as a download. Past the request's deadline the export goes on: its own bounds are each page's
- * statement timeout and the idle-in-transaction timeout of a reader that stops.
+ * The answer of an export, for the API and the console alike: 429 when this process runs as many exports as it
+ * may, else the rows streamed in the format `Accept` asks for (`format` overrides it), as a download. Past the
+ * request's deadline the export goes on: its own bounds are each page's statement timeout and the
+ * idle-in-transaction timeout of a reader that stops.
  */
-export function participantsExport(c: Context<AppEnv>, campaignId: string, format?: ExportFormat): Response {
+export function exportResponse(c: Context<AppEnv>, job: ExportJob, format?: ExportFormat): Response {
   const slots = c.get('exportSlots');
   const release = slots.take();
   if (!release) {
@@ -121,19 +129,28 @@ export function participantsExport(c: Context<AppEnv>, campaignId: string, forma
   const as = format ?? exportFormatOf(c.req.header('accept'));
   const { logger } = c.get('deps');
   const requestId = c.get('requestId');
+  const { name, campaignId } = job;
   const body = exportStream(
     as,
-    PARTICIPANT_EXPORT_COLUMNS,
-    (write) => exportParticipants({ ...c.get('ctx'), signal: undefined }, campaignId, write),
+    job.columns,
+    (write) => job.run({ ...c.get('ctx'), signal: undefined }, write),
     (err, rows) => {
       release();
-      if (err) logger.warn({ err, requestId, campaignId, rows }, 'participants export cut off');
-      else logger.info({ requestId, campaignId, rows }, 'participants export done');
+      if (err) logger.warn({ err, requestId, campaignId, rows }, `${name} export cut off`);
+      else logger.info({ requestId, campaignId, rows }, `${name} export done`);
     },
   );
   return c.body(body, 200, {
     'Content-Type': EXPORT_MEDIA_TYPES[as],
-    'Content-Disposition': `attachment; filename="participants-${campaignId}.${as}"`,
+    'Content-Disposition': `attachment; filename="${name}-${campaignId}.${as}"`,
     'Cache-Control': 'no-store',
   });
 }
+
+/** A campaign's participants export (`exportParticipants`). */
+export const participantsExport = (campaignId: string): ExportJob => ({
+  name: 'participants',
+  campaignId,
+  columns: PARTICIPANT_EXPORT_COLUMNS,
+  run: (ctx, write) => exportParticipants(ctx, campaignId, write),
+});

@@ -86,6 +86,23 @@ export function okResponse<T extends z.ZodType = typeof jsonObject>(description:
   };
 }
 
+/** The 200 answer of an export: a file, CSV (the default) or NDJSON (`Accept: application/x-ndjson`). */
+export function exportFileResponse(description: string) {
+  return {
+    200: {
+      description,
+      content: {
+        'text/csv': { schema: z.string().openapi({ description: 'A header line, then one record a row' }) },
+        'application/x-ndjson': { schema: z.string().openapi({ description: 'One JSON object a line' }) },
+      },
+    },
+  };
+}
+
+/** What every export's description says of its format, its failures and its bounds. */
+export const EXPORT_TERMS =
+  'Streamed: its memory does not grow with the rows. CSV (RFC 4180, a header line, `\\r\\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. JSON objects and arrays are JSON text in a CSV cell, booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.';
+
 /**
  * The 200 answer of a route that shows a secret once (see `withholdSecrets`): a replay of it for a repeated
  * `Idempotency-Key` has the secret's field `null` and names it in `Idempotent-Withheld`.

@@ -46,6 +46,8 @@ export const loyaltyActions = pgTable(
     // The operator console's actions accepted and applied per minute: a range of the last hour of each.
     index('loyalty_actions_created_idx').on(t.createdAt),
     index('loyalty_actions_applied_idx').on(t.appliedAt).where(sql`${t.appliedAt} is not null`),
+    // A campaign's ledger in the order it was accepted: its export, a page at a time from any point.
+    index('loyalty_actions_campaign_created_idx').on(t.campaignId, t.createdAt, sql`${t.id} collate "C"`),
   ],
 );
 

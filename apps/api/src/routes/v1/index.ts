@@ -8,6 +8,7 @@ import { registerGetFormSubmission } from './form-submissions/get-form-submissio
 import { registerListFormSubmissions } from './form-submissions/list-form-submissions';
 import { registerReviewFormSubmission } from './form-submissions/review-form-submission';
 import { registerSubmitForm } from './form-submissions/submit-form';
+import { registerExportLoyaltyActions } from './loyalty-actions/export-loyalty-actions';
 import { registerGetLoyaltyAction } from './loyalty-actions/get-loyalty-action';
 import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-action';
 import { registerTriggerLoyaltyActionById } from './loyalty-actions/trigger-loyalty-action-by-id';
@@ -40,6 +41,7 @@ export function registerV1(app: App) {
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);
   registerGetLoyaltyAction(app);
+  registerExportLoyaltyActions(app);
   registerListEvents(app);
   registerListParticipantRewards(app);
   registerApproveReward(app);

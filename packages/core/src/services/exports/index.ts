@@ -1,2 +1,3 @@
+export * from './loyalty-actions';
 export * from './participants';
 export * from './snapshot';

@@ -1,0 +1,1 @@
+CREATE INDEX "loyalty_actions_campaign_created_idx" ON "loyalty_actions" USING btree ("campaign_id","created_at","id" collate "C");

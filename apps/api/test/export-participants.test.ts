@@ -183,6 +183,25 @@ describe('the participants export', () => {
     expect(records.map((r) => r[0])).toEqual(
       Array.from({ length: 30 }, (_, i) => `par_console_${String(i + 1).padStart(5, '0')}`),
     );
+    // The ledger's download beside it: the campaign's actions, oldest first.
+    await stack.ctx.db.execute(sql`
+      insert into loyalty_actions (id, campaign_id, participant_id, reward_id, status, created_at)
+      select 'act_console_' || g, ${w.campaign.id}, 'par_console_00001', ${w.reward.id}, 'APPLIED',
+        now() - (10 - g) * interval '1 minute'
+      from generate_series(1, 3) g`);
+    const ledger = await fetch(
+      `${stack.baseUrl}/console/participants/export-actions?campaignId=${w.campaign.id}`,
+      {
+        headers: { cookie },
+      },
+    );
+    expect(ledger.status).toBe(200);
+    const [, ...actions] = parse(await ledger.text()) as string[][];
+    expect(actions.map((r) => [r[0], r[2]])).toEqual([
+      ['act_console_1', 'console1@example.com'],
+      ['act_console_2', 'console1@example.com'],
+      ['act_console_3', 'console1@example.com'],
+    ]);
     const anonymous = await fetch(`${stack.baseUrl}${link}`, { redirect: 'manual' });
     expect(anonymous.status).toBe(303);
     expect(anonymous.headers.get('location')).toBe('/console/sign-in');

@@ -20,7 +20,7 @@ import type { Context, Hono } from 'hono';
 import type { z } from 'zod';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
-import { exportResponse, participantsExport } from '../lib/exports';
+import { exportResponse, loyaltyActionsExport, participantsExport } from '../lib/exports';
 import { badStringReason, parseJsonBody } from '../lib/parse-body';
 import { UpdateParticipantBody } from '../routes/v1/participants/schemas';
 import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
@@ -115,6 +115,13 @@ export function ParticipantsPage(props: {
             download
           >
             Export every participant (CSV)
+          </a>{' '}
+          ·{' '}
+          <a
+            href={`${PARTICIPANTS_PATH}/export-actions?campaignId=${encodeURIComponent(filter.campaignId)}`}
+            download
+          >
+            Export every loyalty action (CSV)
           </a>
         </p>
       ) : null}
@@ -376,6 +383,11 @@ export function registerParticipants(app: Hono<AppEnv>, helpers: ConsoleHelpers)
   app.get('/participants/export', async (c) => {
     const campaign = await campaignForReview(c.get('ctx'), idOf(c.req.query('campaignId')) ?? '');
     return exportResponse(c, participantsExport(campaign.id), 'csv');
+  });
+
+  app.get('/participants/export-actions', async (c) => {
+    const campaign = await campaignForReview(c.get('ctx'), idOf(c.req.query('campaignId')) ?? '');
+    return exportResponse(c, loyaltyActionsExport(campaign.id, {}), 'csv');
   });
 
   app.get('/participants', async (c) => {

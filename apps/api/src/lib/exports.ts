@@ -1,4 +1,11 @@
-import { type Ctx, exportParticipants, PARTICIPANT_EXPORT_COLUMNS } from '@stampcard/core';
+import {
+  type Ctx,
+  exportLoyaltyActions,
+  exportParticipants,
+  LOYALTY_ACTION_EXPORT_COLUMNS,
+  type LoyaltyActionExportFilter,
+  PARTICIPANT_EXPORT_COLUMNS,
+} from '@stampcard/core';
 import { stringify } from 'csv-stringify/sync';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
@@ -153,4 +160,12 @@ export const participantsExport = (campaignId: string): ExportJob => ({
   campaignId,
   columns: PARTICIPANT_EXPORT_COLUMNS,
   run: (ctx, write) => exportParticipants(ctx, campaignId, write),
+});
+
+/** A campaign's loyalty-actions export (`exportLoyaltyActions`), filtered. */
+export const loyaltyActionsExport = (campaignId: string, filter: LoyaltyActionExportFilter): ExportJob => ({
+  name: 'loyalty-actions',
+  campaignId,
+  columns: LOYALTY_ACTION_EXPORT_COLUMNS,
+  run: (ctx, write) => exportLoyaltyActions(ctx, campaignId, filter, write),
 });

@@ -1,8 +1,8 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { exportLoyaltyActions, LOYALTY_ACTION_EXPORT_COLUMNS, loadCampaignFor } from '@stampcard/core';
+import { LOYALTY_ACTION_EXPORT_COLUMNS, loadCampaignFor } from '@stampcard/core';
 import { ACTION_STATUSES } from '@stampcard/db';
 import type { App } from '../../../env';
-import { exportResponse } from '../../../lib/exports';
+import { exportResponse, loyaltyActionsExport } from '../../../lib/exports';
 import { campaignIdParam, EXPORT_TERMS, errorResponses, exportFileResponse } from '../../../lib/schemas';
 
 const msTime = z.coerce.number().int().min(0).max(8_640_000_000_000_000);
@@ -28,11 +28,5 @@ const route = createRoute({
 export const registerExportLoyaltyActions = (app: App) =>
   app.openapi(route, async (c) => {
     const campaign = await loadCampaignFor(c.get('ctx'), c.get('principal'), c.req.valid('param').id);
-    const filter = c.req.valid('query');
-    return exportResponse(c, {
-      name: 'loyalty-actions',
-      campaignId: campaign.id,
-      columns: LOYALTY_ACTION_EXPORT_COLUMNS,
-      run: (ctx, write) => exportLoyaltyActions(ctx, campaign.id, filter, write),
-    }) as never;
+    return exportResponse(c, loyaltyActionsExport(campaign.id, c.req.valid('query'))) as never;
   });

@@ -170,6 +170,11 @@ export async function load(
     pauseMs?: number;
     /** Told of every answer (its status, or the error of a request that got none) and how long it took. */
     onAnswer?: (what: string, ms: number) => void;
+    /**
+     * Written into each request's metadata beside `n`: a second load on the same program sends requests of its
+     * own, never one identical to a request of the first still QUEUED (which is a 409 by design).
+     */
+    tag?: string;
   },
 ): Promise<LoadResult> {
   const accepted: string[] = [];
@@ -193,7 +198,7 @@ export async function load(
         body: JSON.stringify({
           participantEmail: `p${i % opts.participants}@chaos.test`,
           rewardId: target.rewardId,
-          metadata: { n: i },
+          metadata: opts.tag ? { n: i, load: opts.tag } : { n: i },
         }),
         signal: AbortSignal.timeout(10_000),
       });

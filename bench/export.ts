@@ -11,13 +11,13 @@ import {
 } from '@stampcard/core';
 import type { DbHandle } from '@stampcard/db';
 import { withScratchDatabase } from './database';
-import { exited, freePort, spawnNode, stopChild, waitHttpOk } from './service';
+import { exited, freePort, HEAP_CAP, spawnNode, stopChild, waitHttpOk } from './service';
 import { progress, round } from './util';
 
 /**
  * A campaign of `--participants` (a million by default) exported through a running API process (from the
- * sources, as the other benches run it): the export's time, rows and bytes, and the API's resident memory
- * before, at its peak (sampled every 100 ms, and the kernel's high-water mark) and after.
+ * sources, as the other benches run it, with the service's heap cap): the export's time, rows and bytes, and the
+ * API's resident memory before, at its peak (sampled every 100 ms, and the kernel's high-water mark) and after.
  */
 const USAGE = 'usage: npm run bench:export -- [--participants N (10000..10000000, default 1000000)]';
 const { values } = parseArgs({
@@ -67,6 +67,8 @@ await withScratchDatabase('stampcard_bench_export', async (db, url) => {
     OPERATOR_TOKEN: `op_${'b'.repeat(32)}`,
     LOG_LEVEL: 'warn',
     NODE_ENV: 'production',
+    // As the service runs in production (package.json's start scripts, docker-compose.yml).
+    NODE_OPTIONS: HEAP_CAP,
   });
   const down = exited(api);
   try {

@@ -46,6 +46,10 @@ export function useChaosStack(
   const token = `op_${randomBytes(16).toString('hex')}`;
   const prefix = uniquePrefix('stampcard_chaos');
   const started: { role: Role; run: Run }[] = [];
+  // Whatever becomes of the hooks (a file's worker ended early), no role outlives the test process.
+  process.once('exit', () => {
+    for (const { run } of started) if (run.child.exitCode === null) run.child.kill('SIGKILL');
+  });
   let db: TestDb | undefined;
   let sql: postgres.Sql | undefined;
   let port = 0;

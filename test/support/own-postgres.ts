@@ -80,6 +80,8 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
     const port = await freePort();
     const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
     run('pg_ctl', ['-D', data, '-o', options, '-l', join(dir, 'log'), '-w', '-t', '30', 'start']);
+    // Whatever becomes of the test's hooks, the cluster does not outlive the test process (destroy is sync).
+    process.once('exit', destroy);
     return {
       url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
       restart: () =>

@@ -33,6 +33,10 @@ export async function ownRedis(extraArgs: string[] = []): Promise<OwnRedis> {
     }
     probe.disconnect();
   };
+  // Whatever becomes of the test's hooks, the server does not outlive the test process.
+  process.once('exit', () => {
+    if (proc && proc.exitCode === null) proc.kill('SIGKILL');
+  });
   const stop = async () => {
     const p = proc;
     if (!p || p.exitCode !== null) return;

@@ -65,19 +65,42 @@ function classify(err: unknown): string {
 }
 
 /**
- * Reads at most `MAX_ANSWER_BYTES` of a body, then drops the rest (and, if there was more, the connection).
- * Invalid UTF-8 becomes U+FFFD, and so does NUL, which PostgreSQL's text refuses.
+ * Longest the excerpt of an answer whose status is in is read, in ms (or half the delivery's timeout, if less):
+ * the status decides, so a receiver that trickles its body holds the delivery's slot this long, not until the
+ * timeout.
  */
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): unknown }): Promise<string> {
+export const EXCERPT_WAIT_MS = 500;
+
+/**
+ * Reads at most `MAX_ANSWER_BYTES` of a body, for at most `waitMs`, then drops the rest (and, if there was
+ * more, the connection): what came by then is the excerpt. Invalid UTF-8 becomes U+FFFD, and so does NUL,
+ * which PostgreSQL's text refuses.
+ */
+async function readExcerpt(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  waitMs: number,
+): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= MAX_ANSWER_BYTES) {
-      body.destroy();
-      break;
+  let late = false;
+  const timer = setTimeout(() => {
+    late = true;
+    body.destroy();
+  }, waitMs);
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= MAX_ANSWER_BYTES) {
+        body.destroy();
+        break;
+      }
     }
+  } catch (err) {
+    // Cut off at `waitMs`: what came is the excerpt. Any other failure loses it.
+    if (!late) throw err;
+  } finally {
+    clearTimeout(timer);
   }
   // PostgreSQL's text cannot hold NUL: a binary answer is kept with U+FFFD in their place.
   return Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8').replaceAll('\0', '\uFFFD');
@@ -118,7 +141,9 @@ export function createSender(opts: SenderOptions) {
       });
       const retryAfter = res.headers['retry-after'];
       // The status decides; an answer body that stalls or breaks off only loses its excerpt.
-      const excerpt = await readExcerpt(res.body).catch(() => null);
+      const excerpt = await readExcerpt(res.body, Math.min(EXCERPT_WAIT_MS, opts.timeoutMs / 2)).catch(
+        () => null,
+      );
       return {
         statusCode: res.statusCode,
         retryAfter: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : (retryAfter ?? null),

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
@@ -207,6 +209,38 @@ describe('delivery', () => {
       (ms) => ms[0]?.status === 'SUCCEEDED',
     );
     expect(m.attemptLog[0].responseExcerpt).toBe('x'.repeat(4096));
+  });
+
+  it('takes the status of an answer whose body trickles on, with what came of it by then', async () => {
+    // 200 and "ok" at once, then a byte a second that never ends: the delivery's slot is held half its timeout
+    // at most, not until the timeout, and the excerpt is what came (a read cut by the timeout would keep none).
+    const sockets = new Set<import('node:net').Socket>();
+    const server = createServer((req, res) => {
+      req.resume();
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('ok');
+      const drip = setInterval(() => res.write('.'), 1000);
+      res.on('close', () => clearInterval(drip));
+    });
+    server.on('connection', (s) => sockets.add(s));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const w = await goalWorld(stack);
+      const ep = await registerEndpoint(stack, w.campaign.id, {
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/trickle`,
+        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
+      });
+      await w.act();
+      const [m] = await eventually(
+        () => messagesOf(stack, ep.id),
+        (ms) => ms[0]?.status === 'SUCCEEDED',
+      );
+      expect(m.attemptLog).toHaveLength(1);
+      expect(m.attemptLog[0]).toMatchObject({ statusCode: 200, succeeded: true, responseExcerpt: 'ok' });
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('records an answer PostgreSQL could not store as text (NUL bytes) with them replaced', async () => {

@@ -124,6 +124,36 @@ describe('the participants export', () => {
     expect(records[0]![2]).toBe('');
   });
 
+  it('breaks the connection when the database fails midway, rather than end a partial file, and frees its slot', async () => {
+    const w = await makeWorld(stack.ctx);
+    await seed(w.campaign.id, 8000, 'cut');
+    const app = createApp({ ...stack.deps, exportConcurrency: 1 });
+    const ask = () =>
+      app.request(`/v1/campaign/${w.campaign.id}/participants/export`, {
+        headers: { authorization: `Bearer ${w.key}` },
+      });
+    const res = await ask();
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // The export waits for its reader inside its transaction: its connection goes away there.
+    const killed = await stack.ctx.db.execute<{ n: number }>(sql`
+      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+      where datname = current_database() and state = 'idle in transaction' and pid <> pg_backend_pid()`);
+    expect(killed[0]!.n).toBe(1);
+    const rest = (async () => {
+      for (;;) if ((await reader.read()).done) return 'ended';
+    })();
+    await expect(rest).rejects.toThrow();
+    let again = await ask();
+    for (let i = 0; again.status === 429 && i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      again = await ask();
+    }
+    expect(again.status).toBe(200);
+    await again.body!.cancel();
+  });
+
   it('runs a bounded number at once: one more is a 429 with Retry-After, and a reader that leaves frees its slot', async () => {
     const w = await makeWorld(stack.ctx);
     await seed(w.campaign.id, 5000, 'slot');

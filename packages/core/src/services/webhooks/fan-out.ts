@@ -1,5 +1,5 @@
 import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { and, asc, eq, inArray, lte, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES } from '../../ids';
 import type { Scheduled } from './messages';
@@ -57,6 +57,16 @@ export async function fanOutEvents(
   return { events: row?.events ?? 0, scheduled: row?.created ?? [] };
 }
 
+/** PENDING messages of enabled endpoints that also meet `where`, as jobs to schedule (the sweep's and a re-run's). */
+function pendingOfEnabledEndpoints(ctx: Ctx, where: SQL | undefined) {
+  return ctx.db
+    .select({ messageId: webhookMessages.id, generation: webhookMessages.generation })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .where(and(eq(webhookMessages.status, 'PENDING'), eq(webhookEndpoints.enabled, true), where))
+    .$dynamic();
+}
+
 /**
  * The messages of `eventIds` never attempted yet (PENDING, no attempt) of enabled endpoints. A fan-out run
  * again after its process died asks for them: the first run may have committed them and died before it queued
@@ -65,18 +75,10 @@ export async function fanOutEvents(
  */
 export async function unsentMessagesOf(ctx: Ctx, eventIds: string[]): Promise<Scheduled[]> {
   if (eventIds.length === 0) return [];
-  return ctx.db
-    .select({ messageId: webhookMessages.id, generation: webhookMessages.generation })
-    .from(webhookMessages)
-    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-    .where(
-      and(
-        inArray(webhookMessages.eventId, eventIds),
-        eq(webhookMessages.status, 'PENDING'),
-        eq(webhookMessages.attempts, 0),
-        eq(webhookEndpoints.enabled, true),
-      ),
-    );
+  return pendingOfEnabledEndpoints(
+    ctx,
+    and(inArray(webhookMessages.eventId, eventIds), eq(webhookMessages.attempts, 0)),
+  );
 }
 
 /**
@@ -86,17 +88,7 @@ export async function unsentMessagesOf(ctx: Ctx, eventIds: string[]): Promise<Sc
  */
 export async function findOverdueMessages(ctx: Ctx, graceMs: number, limit = 500): Promise<Scheduled[]> {
   const cutoff = new Date(ctx.clock.now().getTime() - graceMs);
-  return ctx.db
-    .select({ messageId: webhookMessages.id, generation: webhookMessages.generation })
-    .from(webhookMessages)
-    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-    .where(
-      and(
-        eq(webhookMessages.status, 'PENDING'),
-        lte(webhookMessages.nextAttemptAt, cutoff),
-        eq(webhookEndpoints.enabled, true),
-      ),
-    )
+  return pendingOfEnabledEndpoints(ctx, lte(webhookMessages.nextAttemptAt, cutoff))
     .orderBy(asc(webhookMessages.nextAttemptAt))
     .limit(limit);
 }

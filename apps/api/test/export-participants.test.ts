@@ -2,7 +2,7 @@ import { monthKey, PARTICIPANT_EXPORT_COLUMNS } from '@stampcard/core';
 import { parse } from 'csv-parse/sync';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { client, overHttp } from '../../../test/support/client';
+import { client, eventually, overHttp } from '../../../test/support/client';
 import { consoleSession } from '../../../test/support/console';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestStack } from '../../../test/support/use';
@@ -136,10 +136,15 @@ describe('the participants export', () => {
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
     await reader.read();
-    // The export waits for its reader inside its transaction: its connection goes away there.
-    const killed = await stack.ctx.db.execute<{ n: number }>(sql`
-      select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
-      where datname = current_database() and state = 'idle in transaction' and pid <> pg_backend_pid()`);
+    // The export waits for its reader inside its transaction (once its queue is full): its connection goes
+    // away there.
+    const killed = await eventually(
+      () =>
+        stack.ctx.db.execute<{ n: number }>(sql`
+          select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+          where datname = current_database() and state = 'idle in transaction' and pid <> pg_backend_pid()`),
+      (rows) => rows[0]!.n === 1,
+    );
     expect(killed[0]!.n).toBe(1);
     const rest = (async () => {
       for (;;) if ((await reader.read()).done) return 'ended';

@@ -31,24 +31,12 @@ export type ParticipantExportRow = Record<(typeof PARTICIPANT_EXPORT_COLUMNS)[nu
 
 /** One participant as an export row: its API view (monthly counts as of `now`), these columns only. */
 function exportRow(p: ParticipantRow, now: Date): ParticipantExportRow {
-  const view = serializeParticipant(p, { now });
-  return {
-    id: view.id,
-    email: view.email,
-    firstName: view.firstName,
-    lastName: view.lastName,
-    notes: view.notes,
-    loyaltyActionSource: view.loyaltyActionSource,
-    fraudRiskLevel: view.fraudRiskLevel,
-    fraudReasonCode: view.fraudReasonCode,
-    isWinner: view.isWinner,
-    loyaltyActionCount: view.loyaltyActionCount,
-    monthlyLoyaltyActionCount: view.monthlyLoyaltyActionCount,
-    prevMonthlyLoyaltyActionCount: view.prevMonthlyLoyaltyActionCount,
-    loyaltyActionCountsPerReward: view.loyaltyActionCountsPerReward ?? {},
-    metadata: view.metadata,
+  const view: Record<string, unknown> = {
+    ...serializeParticipant(p, { now }),
+    loyaltyActionCountsPerReward: p.loyaltyActionCountsPerReward,
     createdAt: p.createdAt.toISOString(),
   };
+  return Object.fromEntries(PARTICIPANT_EXPORT_COLUMNS.map((c) => [c, view[c]])) as ParticipantExportRow;
 }
 
 /**

@@ -14,6 +14,7 @@ COPY packages/config/package.json packages/config/
 COPY packages/core/package.json packages/core/
 COPY packages/db/package.json packages/db/
 COPY packages/jobs/package.json packages/jobs/
+COPY packages/telemetry/package.json packages/telemetry/
 COPY packages/webhooks/package.json packages/webhooks/
 COPY patches ./patches
 

@@ -5,17 +5,23 @@ import type { BenchCampaign } from './seed';
 
 /**
  * The accept path's result without the HTTP: `n` QUEUED ledger rows for `campaign` in one statement (the
- * i-th for participant i mod participants, metadata `{ n: i }`), then their jobs as the API's accept path
+ * i-th for participant i mod `participants`, metadata `{ n: i }`), then their jobs as the API's accept path
  * makes them (`enqueueActions`: `loyalty-action-batch.apply` jobs of up to 64 actions), 1,000 actions per
  * round trip.
  * Answers the action ids.
  */
-export async function queueActions(bench: Bench, campaign: BenchCampaign, n: number): Promise<string[]> {
+export async function queueActions(
+  bench: Bench,
+  campaign: BenchCampaign,
+  n: number,
+  /** @defaultValue the run's `--participants`, every seeded participant */
+  participants = bench.settings.participants,
+): Promise<string[]> {
   const tag = randomBytes(4).toString('hex');
   const rows = await bench.sql<{ id: string }[]>`
     insert into loyalty_actions (id, campaign_id, participant_id, reward_id, status, metadata, created_at)
     select 'act_q' || ${tag} || lpad(g::text, 11, '0'), ${campaign.id},
-      ${campaign.id} || 'p' || (g % ${bench.settings.participants}::int), ${campaign.rewardId}, 'QUEUED',
+      ${campaign.id} || 'p' || (g % ${participants}::int), ${campaign.rewardId}, 'QUEUED',
       jsonb_build_object('n', g), clock_timestamp()
     from generate_series(0, ${n}::int - 1) as g
     order by g

@@ -2,12 +2,24 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { Pool } from 'undici';
 import { percentile, round, sleep, split, within } from './util';
+import { type BodyTemplate, hasWrk, renderBody, runWrk, type WrkResult } from './wrk';
+
+/**
+ * The load generator of the fixed-duration runs: wrk when it is installed (it costs a fraction of the server it
+ * drives, so it is not what limits a bare server), autocannon otherwise (a Node.js process of its own, which
+ * takes about a core: the bare baseline then measures autocannon as much as the server). `BENCH_LOAD=autocannon`
+ * chooses autocannon even where wrk is installed.
+ */
+export const LOAD_GENERATOR: 'wrk' | 'autocannon' =
+  process.env.BENCH_LOAD !== 'autocannon' && hasWrk() ? 'wrk' : 'autocannon';
 
 export type LatencyMs = { p50: number | null; p90: number | null; p99: number | null; max: number | null };
 
-/** What a fixed-duration, as-fast-as-it-goes run answered, all autocannon instances summed. */
+/** What a fixed-duration, as-fast-as-it-goes run answered, all instances summed. */
 export type HammerResult = {
-  /** autocannon instances, one per target URL. */
+  /** The load generator that ran. */
+  tool: 'wrk' | 'autocannon';
+  /** Load generator processes (wrk) or instances (autocannon), one per target URL. */
   instances: number;
   connections: number;
   durationS: number;
@@ -20,31 +32,110 @@ export type HammerResult = {
   okPerSecond: number;
   statusCodes: Record<string, number>;
   /**
-   * autocannon's latency percentiles. With several instances: p50 is the request-weighted mean of theirs,
-   * p90, p99 and max the highest of theirs (no merged histogram is available).
+   * The load generator's latency percentiles. With several instances: p50 is the request-weighted mean of
+   * theirs, p90, p99 and max the highest of theirs (no merged histogram is available).
    */
   latencyMs: LatencyMs;
 };
 
 export type HammerOptions = {
-  /** One autocannon instance per URL, run at once, the connections split between them. */
+  /** One load generator instance per URL, run at once, the connections split between them. */
   urls: string[];
   connections: number;
   durationS: number;
   method: 'POST';
   path: string;
   headers: Record<string, string>;
-  /** The body of the n-th request (n counts across instances, so bodies never repeat). */
-  body: (n: number) => string;
+  /** The body of each request (numbered across instances, so bodies never repeat). */
+  body: BodyTemplate;
+  /**
+   * The first request's number (a warm-up takes numbers the measured run does not).
+   * @defaultValue 0
+   */
+  first?: number;
 };
 
 /**
- * autocannon, programmatically: `connections` keep-alive connections, each sending its next request as soon
- * as the previous answer is in, for `durationS`. Every request's body is built just before it is sent
- * (`requests[0].setupRequest`).
+ * `connections` keep-alive connections, each sending its next POST as soon as the previous answer is in, for
+ * `durationS`, by `LOAD_GENERATOR`.
  */
-export async function hammer(opts: HammerOptions): Promise<HammerResult> {
+export function hammer(opts: HammerOptions): Promise<HammerResult> {
+  return LOAD_GENERATOR === 'wrk' ? hammerWrk(opts) : hammerAutocannon(opts);
+}
+
+/** Several results as one: counts summed, latencies as `HammerResult.latencyMs` says. */
+function merged(
+  opts: HammerOptions,
+  tool: HammerResult['tool'],
+  results: (WrkResult & { ok2xx: number; non2xx: number })[],
+): HammerResult {
+  const sum = (f: (r: (typeof results)[number]) => number) => results.reduce((s, r) => s + f(r), 0);
+  const requests = sum((r) => r.requests);
+  const durationS = Math.max(...results.map((r) => r.durationS));
+  const statusCodes: Record<string, number> = {};
+  for (const r of results) {
+    for (const [code, count] of Object.entries(r.statusCodes)) {
+      statusCodes[code] = (statusCodes[code] ?? 0) + count;
+    }
+  }
+  const ok2xx = sum((r) => r.ok2xx);
+  return {
+    tool,
+    instances: results.length,
+    connections: opts.connections,
+    durationS: round(durationS, 2),
+    requests,
+    ok2xx,
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    okPerSecond: round(ok2xx / durationS),
+    statusCodes,
+    latencyMs: {
+      p50: round(requests ? sum((r) => r.latencyMs.p50 * r.requests) / requests : 0, 2),
+      p90: Math.max(...results.map((r) => r.latencyMs.p90)),
+      p99: Math.max(...results.map((r) => r.latencyMs.p99)),
+      max: Math.max(...results.map((r) => r.latencyMs.max)),
+    },
+  };
+}
+
+async function hammerWrk(opts: HammerOptions): Promise<HammerResult> {
   const shares = split(opts.connections, opts.urls.length);
+  const results = await within(
+    'wrk',
+    (opts.durationS + 30) * 1000,
+    Promise.all(
+      opts.urls.map((url, k) =>
+        runWrk({
+          url,
+          connections: shares[k]!,
+          durationS: opts.durationS,
+          path: opts.path,
+          headers: opts.headers,
+          body: opts.body,
+          first: opts.first ?? 0,
+          instance: k,
+          instances: opts.urls.length,
+        }),
+      ),
+    ),
+  );
+  return merged(
+    opts,
+    'wrk',
+    results.map((r) => {
+      const ok2xx = Object.entries(r.statusCodes)
+        .filter(([code]) => code.startsWith('2'))
+        .reduce((s, [, n]) => s + n, 0);
+      return { ...r, ok2xx, non2xx: r.requests - ok2xx - r.errors };
+    }),
+  );
+}
+
+async function hammerAutocannon(opts: HammerOptions): Promise<HammerResult> {
+  const shares = split(opts.connections, opts.urls.length);
+  const first = opts.first ?? 0;
   const results = await within(
     'autocannon',
     (opts.durationS + 30) * 1000,
@@ -63,41 +154,36 @@ export async function hammer(opts: HammerOptions): Promise<HammerResult> {
             {
               method: opts.method,
               path: opts.path,
-              setupRequest: (req) => ({ ...req, body: opts.body(k + opts.urls.length * n++) }),
+              setupRequest: (req) => ({
+                ...req,
+                body: renderBody(opts.body, first + k + opts.urls.length * n++),
+              }),
             },
           ],
         });
       }),
     ),
   );
-  const sum = (f: (r: autocannon.Result) => number) => results.reduce((s, r) => s + f(r), 0);
-  const requests = sum((r) => r.requests.total);
-  const durationS = Math.max(...results.map((r) => r.duration));
-  const statusCodes: Record<string, number> = {};
-  for (const r of results) {
-    for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
-      statusCodes[code] = (statusCodes[code] ?? 0) + (stat.count ?? 0);
-    }
-  }
-  const ok2xx = sum((r) => r['2xx']);
-  return {
-    instances: results.length,
-    connections: opts.connections,
-    durationS: round(durationS, 2),
-    requests,
-    ok2xx,
-    non2xx: sum((r) => r.non2xx),
-    errors: sum((r) => r.errors),
-    timeouts: sum((r) => r.timeouts),
-    okPerSecond: round(ok2xx / durationS),
-    statusCodes,
-    latencyMs: {
-      p50: round(requests ? sum((r) => r.latency.p50 * r.requests.total) / requests : 0, 1),
-      p90: Math.max(...results.map((r) => r.latency.p90)),
-      p99: Math.max(...results.map((r) => r.latency.p99)),
-      max: Math.max(...results.map((r) => r.latency.max)),
-    },
-  };
+  return merged(
+    opts,
+    'autocannon',
+    results.map((r) => {
+      const statusCodes: Record<string, number> = {};
+      for (const [code, stat] of Object.entries(r.statusCodeStats ?? {})) {
+        statusCodes[code] = stat.count ?? 0;
+      }
+      return {
+        requests: r.requests.total,
+        ok2xx: r['2xx'],
+        non2xx: r.non2xx,
+        errors: r.errors,
+        timeouts: r.timeouts,
+        durationS: r.duration,
+        statusCodes,
+        latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max },
+      };
+    }),
+  );
 }
 
 export type PacedResult = {
@@ -124,7 +210,12 @@ export async function paced(opts: {
   connections: number;
   path: string;
   headers: Record<string, string>;
-  body: (n: number) => string;
+  body: BodyTemplate;
+  /**
+   * The first request's number (a warm-up takes numbers the measured run does not).
+   * @defaultValue 0
+   */
+  first?: number;
   onOk: (json: any, sentAtMs: number) => void;
 }): Promise<PacedResult> {
   const pools = opts.urls.map(
@@ -149,7 +240,7 @@ export async function paced(opts: {
       method: 'POST',
       path: opts.path,
       headers: opts.headers,
-      body: opts.body(n),
+      body: renderBody(opts.body, (opts.first ?? 0) + n),
     })
       .then(async (res) => {
         const text = await res.body.text();
@@ -192,5 +283,116 @@ export async function paced(opts: {
     failed,
     statusCodes,
     latencyMs: { p50: at(50), p90: at(90), p99: at(99), max: at(100) },
+  };
+}
+
+/** One stage's time across the answers that reported it (`Server-Timing`), in ms. */
+export type StageMs = { stage: string; answers: number; mean: number; p50: number; p99: number };
+
+export type ClosedLoopResult = {
+  connections: number;
+  requests: number;
+  ok2xx: number;
+  perSecond: number;
+  latencyMs: LatencyMs;
+  /** Each stage the API reported in `Server-Timing`, in the order first seen; `total` is its own total. */
+  stages: StageMs[];
+};
+
+/** `Server-Timing: a;dur=1.2, b;dur=0.3` as [name, ms] pairs. */
+function serverTiming(header: string | string[] | undefined): [string, number][] {
+  const text = Array.isArray(header) ? header.join(',') : (header ?? '');
+  const out: [string, number][] = [];
+  for (const entry of text.split(',')) {
+    const [name, ...params] = entry.trim().split(';');
+    const dur = params.map((p) => p.trim()).find((p) => p.startsWith('dur='));
+    if (name && dur) out.push([name, Number(dur.slice(4))]);
+  }
+  return out;
+}
+
+/**
+ * `requests` POSTs over `connections` keep-alive connections, each connection sending its next request once
+ * the previous answer is in (with 1: one caller, one action at a time), every latency kept, and the API's
+ * `Server-Timing` stages summed per stage (the API runs with `SERVER_TIMING=true`).
+ */
+export async function closedLoop(opts: {
+  url: string;
+  connections: number;
+  requests: number;
+  path: string;
+  headers: Record<string, string>;
+  body: BodyTemplate;
+  first: number;
+}): Promise<ClosedLoopResult> {
+  const pool = new Pool(opts.url, {
+    connections: opts.connections,
+    pipelining: 1,
+    headersTimeout: 10_000,
+    bodyTimeout: 10_000,
+  });
+  const latencies: number[] = [];
+  const stages = new Map<string, number[]>();
+  let next = 0;
+  let ok2xx = 0;
+  const started = performance.now();
+  try {
+    await within(
+      'the closed-loop requests',
+      Math.max(60_000, opts.requests * 50),
+      Promise.all(
+        Array.from({ length: opts.connections }, async () => {
+          while (next < opts.requests) {
+            const n = opts.first + next++;
+            const t0 = performance.now();
+            const res = await pool.request({
+              method: 'POST',
+              path: opts.path,
+              headers: opts.headers,
+              body: renderBody(opts.body, (opts.first ?? 0) + n),
+            });
+            await res.body.text();
+            latencies.push(performance.now() - t0);
+            if (res.statusCode < 200 || res.statusCode >= 300) continue;
+            ok2xx += 1;
+            for (const [name, ms] of serverTiming(res.headers['server-timing'])) {
+              const list = stages.get(name) ?? [];
+              if (list.length === 0) stages.set(name, list);
+              list.push(ms);
+            }
+          }
+        }),
+      ),
+    );
+  } finally {
+    await pool.destroy();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const at = (sorted: number[], p: number) => {
+    const v = percentile(sorted, p);
+    return v === null ? null : round(v, 2);
+  };
+  latencies.sort((a, b) => a - b);
+  return {
+    connections: opts.connections,
+    requests: opts.requests,
+    ok2xx,
+    perSecond: round(ok2xx / seconds),
+    latencyMs: {
+      p50: at(latencies, 50),
+      p90: at(latencies, 90),
+      p99: at(latencies, 99),
+      max: at(latencies, 100),
+    },
+    stages: [...stages].map(([stage, list]) => {
+      list.sort((a, b) => a - b);
+      return {
+        stage,
+        answers: list.length,
+        mean: round(list.reduce((s, v) => s + v, 0) / list.length, 2),
+        p50: at(list, 50) ?? 0,
+        p99: at(list, 99) ?? 0,
+      };
+    }),
   };
 }

@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- --quick] [-- --api-processes N --workers M]`: Stampcard's performance reference.
+ * `npm run bench [-- --quick] [-- --api-processes N --workers M --dispatchers D] [-- --redis-cluster]`: Stampcard's
+ * performance reference.
  *
  * On a database and a Redis prefix of its own, it runs the service as production does (migrations, then the
  * API, worker and dispatcher each in a process of its own, NODE_ENV=production) and measures, each beside a
@@ -14,8 +15,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
-import { createQueues, createRedis } from '@stampcard/jobs';
+import { createQueues, createRedis, redisTarget } from '@stampcard/jobs';
 import { startReceiver } from '../test/support/receiver';
+import { startRedisCluster } from '../test/support/redis-cluster';
 import { deleteRedisKeys } from '../test/support/redis-keys';
 import type { Bench } from './context';
 import { createDatabase, databaseUrl, dropDatabase, postgresVersion, redisVersion } from './database';
@@ -23,6 +25,7 @@ import { measureApply } from './figures/apply';
 import { measureDispatch } from './figures/dispatch';
 import { measureE2e } from './figures/e2e';
 import { measureIngest } from './figures/ingest';
+import { measureStorage } from './figures/storage';
 import { type Figures, machine, ratiosLine, summary, writeResults } from './report';
 import { seed } from './seed';
 import { ServiceRunner } from './service';
@@ -46,6 +49,8 @@ const serviceEnv: Record<string, string> = {
   DATABASE_URL: dbUrl,
   REDIS_URL: redisUrl,
   QUEUE_PREFIX: runId,
+  // Each answer says where its time went (the ingest figure's stage table).
+  SERVER_TIMING: 'true',
 };
 
 /** A URL without its password, for the results file. */
@@ -87,7 +92,7 @@ let machineInfo = machine('unknown', 'unknown');
 
 try {
   progress(
-    `Stampcard bench, ${settings.mode}: API × ${settings.apiProcesses}, worker × ${settings.workers}, dispatcher × 1; database and Redis prefix ${runId}`,
+    `Stampcard bench, ${settings.mode}: API × ${settings.apiProcesses}, worker × ${settings.workers}, dispatcher × ${settings.dispatchers}${settings.redisCluster ? ', on a Redis Cluster' : ''}; database and Redis prefix ${runId}`,
   );
   machineInfo = machine(await postgresVersion(adminUrl), await redisVersion(redisUrl));
   progress(
@@ -96,7 +101,14 @@ try {
 
   await createDatabase(adminUrl, runId);
   undo.push({ what: `dropping database ${runId}`, run: () => dropDatabase(adminUrl, runId) });
-  undo.push({ what: `deleting Redis keys ${runId}:*`, run: () => deleteRedisKeys(redisUrl, runId) });
+  if (settings.redisCluster) {
+    progress('starting a Redis Cluster of the run: 3 masters, a replica each, on loopback ports');
+    const cluster = await startRedisCluster();
+    undo.push({ what: 'stopping the Redis Cluster', run: () => cluster.stop() });
+    serviceEnv.REDIS_CLUSTER_NODES = cluster.nodes;
+  } else {
+    undo.push({ what: `deleting Redis keys ${runId}:*`, run: () => deleteRedisKeys(redisUrl, runId) });
+  }
 
   const runner = new ServiceRunner({ ...serviceEnv, OPERATOR_TOKEN: token });
   services = runner;
@@ -115,8 +127,17 @@ try {
   undo.push({ what: 'closing the receiver', run: () => receiver.close() });
   const sql = connectPostgres(dbUrl, { max: 4, onnotice: () => {} });
   undo.push({ what: 'closing the bench pool', run: () => sql.end({ timeout: 5 }) });
-  const redis = createRedis(redisUrl);
-  const queues = createQueues(redis, runId);
+  const redis = createRedis(
+    redisTarget({
+      REDIS_URL: redisUrl,
+      REDIS_CLUSTER_NODES: serviceEnv.REDIS_CLUSTER_NODES?.split(',').map((a) => {
+        const [host, port] = a.split(':');
+        return { host: host!, port: Number(port) };
+      }),
+    }),
+  );
+  // As the services split the hot queue (`QUEUE_SHARDS` from the environment, which they inherit).
+  const queues = createQueues(redis, runId, undefined, Number(process.env.QUEUE_SHARDS ?? 1));
   undo.push({
     what: 'closing the bench queues',
     run: async () => {
@@ -137,10 +158,13 @@ try {
   });
   const bench: Bench = { settings, services: runner, apiUrls, dbUrl, sql, queues, seeded, receiver, token };
 
-  figures.ingest = await measureIngest(bench);
-  figures.apply = await measureApply(bench);
-  figures.dispatch = await measureDispatch(bench);
-  figures.e2e = await measureE2e(bench);
+  const wanted = new Set(settings.only);
+  if (wanted.has('ingest')) figures.ingest = await measureIngest(bench);
+  if (wanted.has('apply')) figures.apply = await measureApply(bench);
+  if (wanted.has('dispatch')) figures.dispatch = await measureDispatch(bench);
+  if (wanted.has('e2e')) figures.e2e = await measureE2e(bench);
+  if (wanted.has('ordered')) figures.ordered = await measureE2e(bench, true);
+  if (wanted.has('storage')) figures.storage = await measureStorage(bench);
 } catch (err) {
   const message = err instanceof Error ? err.message : String(err);
   errors.push(message);

@@ -8,7 +8,10 @@ export type Seeded = {
   accountId: string;
   apiKey: string;
   /** One campaign per figure, so that no phase's actions, events or messages mix with another's. */
-  campaigns: Record<'ingest' | 'apply' | 'applyBaseline' | 'dispatch' | 'e2e', BenchCampaign>;
+  campaigns: Record<
+    'ingest' | 'apply' | 'applyBaseline' | 'dispatch' | 'e2e' | 'e2eOrdered' | 'storage',
+    BenchCampaign
+  >;
 };
 
 /** The bench account's limits: far above anything one machine can send, so none of them is what is measured. */
@@ -31,12 +34,15 @@ export function triggerRequest(apiKey: string, campaign: BenchCampaign, particip
   return {
     path: `/v1/campaign/${campaign.id}/loyalty-action`,
     headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    body: (n: number) =>
-      JSON.stringify({
-        participantEmail: participantEmail(n % participants),
+    // participantEmail(n % participants), metadata { n }: '{i}' and '{n}' stand for them (see `BodyTemplate`).
+    body: {
+      text: JSON.stringify({
+        participantEmail: participantEmail(0).replace('0', '{i}'),
         rewardId: campaign.rewardId,
-        metadata: { n },
-      }),
+        metadata: { n: 0 },
+      }).replace('"n":0', '"n":{n}'),
+      modulo: participants,
+    },
   };
 }
 
@@ -110,7 +116,9 @@ export async function seed(opts: {
     role: 'ADMIN',
   });
   const { key } = await op('POST', `/admin/v1/users/${user.id}/api-keys`);
-  const campaign = async (name: string, webhooks: boolean): Promise<BenchCampaign> => {
+  // `every`: an endpoint that takes every event type, as a fulfilment integration does; `ordered`: one that takes
+  // LOYALTY_ACTION_APPLIED with `ordering: PARTICIPANT`.
+  const campaign = async (name: string, webhooks: boolean | 'every' | 'ordered'): Promise<BenchCampaign> => {
     const c = await op('POST', `/admin/v1/accounts/${account.id}/campaigns`, { name, status: 'IN_PROGRESS' });
     const reward = await op('POST', `/admin/v1/campaigns/${c.id}/rewards`, {
       title: `${name} reward`,
@@ -120,7 +128,8 @@ export async function seed(opts: {
     const endpoint = webhooks
       ? await op('POST', `/admin/v1/campaigns/${c.id}/webhook-endpoints`, {
           url: opts.receiverUrl,
-          eventTypes: ['LOYALTY_ACTION_APPLIED'],
+          eventTypes: webhooks === 'every' ? [] : ['LOYALTY_ACTION_APPLIED'],
+          ordering: webhooks === 'ordered' ? 'PARTICIPANT' : 'NONE',
         })
       : null;
     await seedParticipants(opts.sql, c.id, opts.participants);
@@ -135,6 +144,8 @@ export async function seed(opts: {
       applyBaseline: await campaign('Apply baseline', false),
       dispatch: await campaign('Dispatch', true),
       e2e: await campaign('End to end', true),
+      e2eOrdered: await campaign('End to end, ordered', 'ordered'),
+      storage: await campaign('Storage', 'every'),
     },
   };
 }

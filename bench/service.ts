@@ -52,7 +52,8 @@ export async function freePort(): Promise<number> {
 export function spawnNode(name: string, args: string[], env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--conditions=@stampcard/source', '--import', 'tsx', ...args], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    // No metrics listener unless asked for: several roles run on one machine.
+    env: { ...process.env, METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const stream of [child.stdout, child.stderr]) {
@@ -166,6 +167,11 @@ export class ServiceRunner {
     };
     this.procs.push(proc);
     return proc;
+  }
+
+  /** Starts processes of `role` until `n` run (a figure run alone, `--only`, finds none started before it). */
+  async ensure(role: Role, n: number): Promise<void> {
+    while (this.procs.filter((p) => p.role === role && !p.stopping).length < n) await this.start(role);
   }
 
   /** Starts an API process and waits until its /ready answers 200. */

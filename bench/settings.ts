@@ -7,19 +7,38 @@ export type Settings = {
   apiProcesses: number;
   /** Worker processes draining the apply backlog (and applying during the end-to-end run). */
   workers: number;
+  /** Dispatcher processes delivering webhooks (the dispatch, end-to-end and storage figures). */
+  dispatchers: number;
+  /**
+   * Run every role on a Redis Cluster the bench starts itself (three masters with a replica each, on loopback
+   * ports, from the machine's `redis-server`) instead of `REDIS_URL`.
+   */
+  redisCluster: boolean;
   /** Participants each campaign is seeded with; ingest requests cycle through them. */
   participants: number;
-  ingest: { connections: number; warmupS: number; durationS: number };
-  apply: { actions: number; baselineConnections: number };
+  /** `serialRequests`: actions one caller sends one at a time (and five times as many for the stage table). */
+  ingest: { connections: number; warmupS: number; durationS: number; serialRequests: number };
+  /** `baselineConnections`: the connection counts the apply baseline is run at; the best counts. */
+  apply: { actions: number; baselineConnections: number[] };
   dispatch: { deliveries: number; concurrency: number };
-  e2e: { rate: number; durationS: number; connections: number };
+  /** `warmupS`: seconds at the same rate before the measured run, not counted. */
+  e2e: { rate: number; durationS: number; connections: number; warmupS: number };
+  /** The storage figure's load: every event of its actions goes to one endpoint. */
+  storage: { rate: number; durationS: number };
+  /** The figures to measure: every one unless `--only` names some. */
+  only: FigureName[];
   /** How often each service process's memory is read, in ms. */
   rssSampleMs: number;
   /** The whole run is abandoned (and cleaned up) after this long, in ms. */
   deadlineMs: number;
 };
 
-const USAGE = 'usage: npm run bench -- [--quick] [--api-processes N] [--workers M]';
+const USAGE =
+  'usage: npm run bench -- [--quick] [--api-processes N] [--workers M] [--dispatchers D] [--redis-cluster] [--only ingest,apply,dispatch,e2e,ordered,storage]';
+
+/** The figures a run measures, in the order it measures them. */
+export const FIGURES = ['ingest', 'apply', 'dispatch', 'e2e', 'ordered', 'storage'] as const;
+export type FigureName = (typeof FIGURES)[number];
 
 function count(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -36,6 +55,9 @@ export function readSettings(argv = process.argv.slice(2)): Settings {
       quick: { type: 'boolean', default: false },
       'api-processes': { type: 'string' },
       workers: { type: 'string' },
+      dispatchers: { type: 'string' },
+      'redis-cluster': { type: 'boolean', default: false },
+      only: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -48,15 +70,37 @@ export function readSettings(argv = process.argv.slice(2)): Settings {
   const dispatcherConcurrency = Number(process.env.DISPATCHER_CONCURRENCY || 64);
   return {
     mode: quick ? 'quick' : 'full',
+    only: figuresOf(values.only),
     apiProcesses: count('api-processes', values['api-processes'], 1),
     workers: count('workers', values.workers, 1),
+    dispatchers: count('dispatchers', values.dispatchers, 1),
+    redisCluster: values['redis-cluster'] === true,
     participants: 10_000,
-    ingest: { connections: 32, warmupS: quick ? 1 : 3, durationS: quick ? 10 : 30 },
-    // The worker's database pool holds 6 connections (scripts/stack.ts): the baseline gets as many.
-    apply: { actions: quick ? 5_000 : 50_000, baselineConnections: 6 },
+    ingest: {
+      connections: 32,
+      warmupS: quick ? 1 : 3,
+      durationS: quick ? 10 : 30,
+      serialRequests: quick ? 1_000 : 3_000,
+    },
+    // PostgreSQL's best at one transaction per action, whatever the worker's own pool size (6).
+    apply: { actions: quick ? 5_000 : 50_000, baselineConnections: [2, 4, 8, 16, 32] },
     dispatch: { deliveries: quick ? 2_000 : 20_000, concurrency: dispatcherConcurrency },
-    e2e: { rate: 500, durationS: quick ? 10 : 30, connections: 64 },
+    e2e: { rate: 1_000, durationS: quick ? 10 : 30, connections: 64, warmupS: quick ? 2 : 5 },
+    // Each action adds a participant, a far slower write than an action alone (every new participant of an
+    // account moves the account's and the campaign's counters, rows the worker's batches hold too): a rate the
+    // two-core reference machine keeps up with, where 100 a second fell behind.
+    storage: { rate: 50, durationS: quick ? 10 : 30 },
     rssSampleMs: 250,
-    deadlineMs: (quick ? 150 : 900) * 1000,
+    deadlineMs: (quick ? 200 : 960) * 1000,
   };
+}
+
+function figuresOf(raw: string | undefined): FigureName[] {
+  if (raw === undefined) return [...FIGURES];
+  const names = raw.split(',').map((n) => n.trim());
+  for (const n of names) {
+    if (!(FIGURES as readonly string[]).includes(n))
+      throw new Error(`--only: unknown figure "${n}"\n${USAGE}`);
+  }
+  return FIGURES.filter((f) => names.includes(f));
 }

@@ -123,6 +123,7 @@ async function measure(role: Role, mode: Mode, run: number, url: string): Promis
       QUEUE_PREFIX: prefix,
       OPERATOR_TOKEN: `op_${randomBytes(16).toString('hex')}`,
       PORT: '0',
+      METRICS_PORT: '0',
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       ...ENV[mode],

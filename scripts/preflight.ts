@@ -1,5 +1,5 @@
 import { connectPostgres } from '@stampcard/db';
-import { Redis } from 'ioredis';
+import { createRedis, type RedisTarget } from '@stampcard/jobs';
 
 function where(url: string): string {
   const u = new URL(url);
@@ -8,11 +8,18 @@ function where(url: string): string {
   return `${u.hostname}:${u.port || (u.protocol.startsWith('redis') ? 6379 : 5432)}`;
 }
 
+/** Where Redis was looked for: the cluster's nodes, the sentinels, or the URL's host. */
+function redisWhere(target: RedisTarget): string {
+  const list = target.clusterNodes ?? target.sentinels;
+  if (list && list.length > 0) return list.map((a) => `${a.host}:${a.port}`).join(',');
+  return where(target.url);
+}
+
 /**
  * Checks that PostgreSQL and Redis answer before anything starts, and says how to start the missing one,
  * instead of a stack trace from deep inside a driver.
  */
-export async function preflight(databaseUrl: string, redisUrl: string): Promise<string[]> {
+export async function preflight(databaseUrl: string, target: RedisTarget): Promise<string[]> {
   const problems: string[] = [];
   const admin = new URL(databaseUrl);
   admin.pathname = '/postgres';
@@ -28,7 +35,7 @@ export async function preflight(databaseUrl: string, redisUrl: string): Promise<
   } finally {
     await sql.end({ timeout: 1 }).catch(() => {});
   }
-  const redis = new Redis(redisUrl, {
+  const redis = createRedis(target, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
@@ -46,7 +53,7 @@ export async function preflight(databaseUrl: string, redisUrl: string): Promise<
     }
   } catch (err) {
     problems.push(
-      `Redis is not reachable at ${where(redisUrl)} (${(err as Error).message}).\n` +
+      `Redis is not reachable at ${redisWhere(target)} (${(err as Error).message}).\n` +
         '  Start it with `docker compose up -d redis`, or `redis-server --daemonize yes`,\n' +
         '  or point REDIS_URL at a running server.',
     );

@@ -1,19 +1,51 @@
+import type { Server } from 'node:http';
 import {
   type App,
   appliedSignal,
+  buildErrorBody,
   createApp,
   createRateLimiter,
+  createReadiness,
   type Deps,
+  defaultSupportUrl,
+  HTTP_ERRORS,
   limiterConnection,
   type RunningApi,
   sharedLookupCache,
   startApi,
 } from '@stampcard/api';
-import type { Config, Logger } from '@stampcard/config';
-import { type Clock, systemClock } from '@stampcard/core';
-import { createDb, type DbHandle } from '@stampcard/db';
+import { type Config, directDatabaseUrl, type Logger } from '@stampcard/config';
+import { type Clock, databaseSize, retentionOverview, systemClock } from '@stampcard/core';
+import {
+  createDb,
+  createReplica,
+  type Database,
+  type DbHandle,
+  DEFAULT_RETENTION,
+  type RetentionPolicy,
+} from '@stampcard/db';
 import { dispatcherSettings, type StampcardDispatcher, startDispatcher } from '@stampcard/dispatcher';
-import { connectQueues, type QueueConnections, redisReady, warnOnEvictionPolicy } from '@stampcard/jobs';
+import {
+  connectQueues,
+  type QueueConnections,
+  redisReady,
+  redisTarget,
+  warnOnEvictionPolicy,
+} from '@stampcard/jobs';
+import {
+  acceptMetrics,
+  applyMetrics,
+  createRegistry,
+  deliveryMetrics,
+  httpMetrics,
+  type PoolStats,
+  partitionMetrics,
+  poolMetrics,
+  queueMetrics,
+  type Registry,
+  replicaMetrics,
+  startMetricsListener,
+} from '@stampcard/telemetry';
 import { type StampcardWorker, startWorker } from '@stampcard/worker';
 
 export type StackOptions = {
@@ -67,6 +99,12 @@ export type StackOptions = {
    * @defaultValue Redis's own clock
    */
   limitsClock?: Clock;
+  /**
+   * Serve `/metrics`, `/livez` and `/readyz` on this port of `HOST` (`METRICS_PORT`), for a process that serves
+   * no API (a worker or dispatcher alone); the API serves them on its own port.
+   * @defaultValue none
+   */
+  metricsPort?: number;
 };
 
 export type Stack = {
@@ -89,6 +127,10 @@ export type Stack = {
   /** Finishes the deliveries in hand and stops the dispatcher. */
   stopDispatcher(): Promise<void>;
   queues: QueueConnections;
+  /** The process's metrics: what `/metrics` shows. */
+  registry: Registry;
+  /** The metrics listener, when `metricsPort` was given. */
+  metricsListener: (Server & { port: number }) | null;
   /** Graceful stop: no new requests, in-flight jobs finished, pools and connections closed. */
   close(): Promise<void>;
 };
@@ -103,12 +145,47 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
   const clock = opts.clock ?? systemClock;
   const apiMode = opts.api ?? 'serve';
   const pool = (max: number) =>
-    createDb(config.DATABASE_URL, { max, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const queues = await connectQueues(config.REDIS_URL, config.QUEUE_PREFIX, (err, side) =>
-    logger.warn({ err, side }, 'redis connection error'),
+    createDb(config.DATABASE_URL, {
+      max,
+      statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+      pooler: config.DATABASE_POOLER,
+    });
+  const queues = await connectQueues(
+    redisTarget(config),
+    config.QUEUE_PREFIX,
+    (err, side) => logger.warn({ err, side }, 'redis connection error'),
+    config.QUEUE_SHARDS,
   );
 
-  const apiDb = apiMode === false ? null : pool(10);
+  // One registry for the process: each role below adds its own metrics to it.
+  const registry = createRegistry();
+  const pools: { name: string; stats: () => PoolStats }[] = [];
+  poolMetrics(registry, pools);
+  const watched = (name: string, handle: DbHandle) => {
+    pools.push({ name, stats: () => (handle.sql as unknown as { stats: PoolStats }).stats });
+    return handle;
+  };
+
+  const apiDb = apiMode === false ? null : watched('api', pool(10));
+  const replica =
+    apiDb && config.DATABASE_READ_URL
+      ? createReplica(config.DATABASE_READ_URL, {
+          max: 5,
+          statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+          pooler: config.DATABASE_POOLER,
+          maxLagMs: config.DATABASE_READ_MAX_LAG_MS,
+          onChange: (inUse, lagMs, err) =>
+            (inUse ? logger.info : logger.warn).call(
+              logger,
+              { err, lagMs, maxLagMs: config.DATABASE_READ_MAX_LAG_MS },
+              inUse ? 'read replica in use' : 'read replica out of use: reading the primary',
+            ),
+        })
+      : null;
+  if (replica) {
+    watched('replica', replica);
+    replicaMetrics(registry, replica);
+  }
   const cache =
     apiDb &&
     (await sharedLookupCache({
@@ -119,7 +196,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     }));
   const applied = apiDb && (await appliedSignal(queues.producer.redis, config.QUEUE_PREFIX, logger));
   if (apiDb) await warnOnEvictionPolicy(queues.producer.redis, logger);
-  const limiterRedis = apiDb && limiterConnection(config.REDIS_URL, config.RATE_LIMIT_TIMEOUT_MS);
+  const limiterRedis = apiDb && limiterConnection(redisTarget(config), config.RATE_LIMIT_TIMEOUT_MS);
   if (limiterRedis) {
     limiterRedis.on('error', (err) => logger.debug({ err }, 'rate limiter connection error'));
     await redisReady(limiterRedis);
@@ -129,6 +206,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     createRateLimiter({ redis: limiterRedis, prefix: config.QUEUE_PREFIX, logger, clock: opts.limitsClock });
   const deps: Deps | null = apiDb && {
     db: apiDb.db,
+    replica: replica ?? undefined,
     redis: queues.producer.redis,
     queues: queues.producer.queues,
     clock,
@@ -144,9 +222,16 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     publicUrl: config.PUBLIC_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     exportConcurrency: config.EXPORT_CONCURRENCY,
+    importConcurrency: config.IMPORT_CONCURRENCY,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     limits: limits ?? undefined,
     trustedProxyHops: config.TRUSTED_PROXY_HOPS,
+    serverTiming: config.SERVER_TIMING,
+    metrics: { registry, http: httpMetrics(registry), accept: acceptMetrics(registry) },
+    metricsToken: config.METRICS_TOKEN,
+    retention: retentionPolicy(config),
+    // The process started its tracer provider (start.ts, or a test) when the endpoint is set.
+    tracing: config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined,
     ...opts.apiOverrides,
   };
   const app = deps && createApp(deps);
@@ -154,12 +239,41 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     deps && apiMode === 'serve' ? await startApi(deps, { port: config.PORT, host: config.HOST }) : null;
 
   let workerDb: DbHandle | null = null;
+  // One connection to PostgreSQL itself (`DATABASE_DIRECT_URL`), made when something needs a session of its own.
+  let direct: DbHandle | null = null;
+  const directPool = () => {
+    direct ??= createDb(directDatabaseUrl(config), {
+      max: 1,
+      statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    });
+    return direct;
+  };
   let worker: StampcardWorker | null = null;
+  // A worker process reports every queue's depth and age (one process per deployment should: the workers).
+  let workerMetrics: ReturnType<typeof applyMetrics> | null = null;
   const launch = () => {
-    workerDb ??= pool(6);
+    workerDb ??= watched('worker', pool(6));
+    if (!workerMetrics) {
+      queueMetrics(registry, queues.producer.queues.all);
+      const db = workerDb.db;
+      partitionMetrics(registry, async () => ({
+        tables: (await retentionOverview({ db, clock }, retentionPolicy(config))).map((t) => ({
+          table: t.table,
+          partitions: t.partitions.length,
+          madeUntil: t.madeUntil,
+          overdue: t.partitions.filter((p) => p.dropsAt <= clock.now().getTime()).length,
+          waiting: t.waitingInDefault,
+        })),
+        databaseBytes: await databaseSize(db),
+      }));
+      workerMetrics = applyMetrics(registry);
+    }
     worker ??= startWorker({
       ctx: { db: workerDb.db, clock },
+      // Partition maintenance holds a session lock: past a pooler, on a connection to PostgreSQL itself.
+      sql: config.DATABASE_POOLER === 'transaction' ? directPool().sql : workerDb.sql,
       connection: queues.consumer.redis,
+      queueShards: config.QUEUE_SHARDS,
       queues: queues.consumer.queues,
       prefix: config.QUEUE_PREFIX,
       logger,
@@ -169,7 +283,9 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       relayIntervalMs: config.RELAY_INTERVAL_MS,
       relayGraceMs: config.RELAY_GRACE_MS,
       lockMs: config.WORKER_LOCK_MS,
+      retention: retentionPolicy(config),
       relay: opts.relay ?? true,
+      metrics: workerMetrics,
     });
     return worker;
   };
@@ -181,8 +297,10 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
   let dispatcherDb: DbHandle | null = null;
   let dispatcher: StampcardDispatcher | null = null;
+  let dispatcherMetrics: ReturnType<typeof deliveryMetrics> | null = null;
   const launchDispatcher = () => {
-    dispatcherDb ??= pool(6);
+    dispatcherDb ??= watched('dispatcher', pool(6));
+    dispatcherMetrics ??= deliveryMetrics(registry);
     dispatcher ??= startDispatcher({
       ctx: { db: dispatcherDb.db, clock },
       connection: queues.consumer.redis,
@@ -193,6 +311,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       overdueGraceMs: opts.overdueGraceMs,
       overdueEvery: opts.overdueEvery,
       sweep: opts.sweep ?? true,
+      metrics: dispatcherMetrics,
     });
     return dispatcher;
   };
@@ -201,6 +320,26 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     await dispatcher?.close();
     dispatcher = null;
   };
+
+  const metricsListener =
+    opts.metricsPort === undefined
+      ? null
+      : await startMetricsListener({
+          port: opts.metricsPort,
+          host: config.HOST,
+          registry,
+          token: config.METRICS_TOKEN,
+          logger,
+          ready: roleReadiness(queues, () => (workerDb ?? dispatcherDb)?.db),
+          refuse: ({ code, message }) => ({
+            status: HTTP_ERRORS[code].status,
+            body: buildErrorBody(code, message, {
+              supportUrl:
+                config.SUPPORT_URL ??
+                defaultSupportUrl(config.PUBLIC_URL ?? `http://localhost:${config.PORT}`),
+            }),
+          }),
+        });
 
   return {
     config,
@@ -218,14 +357,49 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     startDispatcher: launchDispatcher,
     stopDispatcher,
     queues,
+    registry,
+    metricsListener,
     close: async () => {
+      metricsListener?.close();
       await api?.close();
       await Promise.all([stopWorker(), stopDispatcher()]);
       cache?.close();
       applied?.close();
       await queues.close();
       limiterRedis?.disconnect();
-      await Promise.all([apiDb?.close(), workerDb?.close(), dispatcherDb?.close()]);
+      await Promise.all([
+        apiDb?.close(),
+        replica?.close(),
+        workerDb?.close(),
+        dispatcherDb?.close(),
+        direct?.close(),
+      ]);
     },
+  };
+}
+
+/**
+ * `/readyz` of a worker or dispatcher process: ready while its pool's PostgreSQL and the queues' Redis both
+ * answer (neither role can work without either), checked at most once a second whatever the callers.
+ */
+function roleReadiness(queues: QueueConnections, db: () => Database | undefined) {
+  let check: ReturnType<typeof createReadiness> | null = null;
+  return async () => {
+    const pool = db();
+    if (!pool) return { ready: false, checks: {} };
+    check ??= createReadiness({ db: pool, redis: queues.consumer.redis });
+    const checks = await check();
+    return { ready: checks.postgres === 'ok' && checks.redis === 'ok', checks };
+  };
+}
+
+/** How long each kind of row is kept, in ms, from the `*_RETENTION_DAYS` settings (keys: their 24 h). */
+export function retentionPolicy(config: Config): RetentionPolicy {
+  const days = (n: number) => n * 86_400_000;
+  return {
+    events: days(config.EVENT_RETENTION_DAYS),
+    attempts: days(config.ATTEMPT_RETENTION_DAYS),
+    audit: days(config.AUDIT_RETENTION_DAYS),
+    idempotency: DEFAULT_RETENTION.idempotency,
   };
 }

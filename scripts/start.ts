@@ -4,11 +4,14 @@ import {
   type Config,
   ConfigError,
   createLogger,
+  directDatabaseUrl,
   keepOperatorToken,
   type Logger,
   loadConfig,
 } from '@stampcard/config';
 import { runMigrations } from '@stampcard/db';
+import { redisTarget } from '@stampcard/jobs';
+import { startTracing } from '@stampcard/telemetry';
 import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
 import { startStack } from './stack';
@@ -46,7 +49,7 @@ async function main() {
   // A role's lines name it (npm start interleaves three); the supervisor's lines name the role they are about.
   const logger = role === 'all' ? base : base.child({ role });
   exitOnUncaught(logger);
-  const problems = await preflight(config.DATABASE_URL, config.REDIS_URL);
+  const problems = await preflight(directDatabaseUrl(config), redisTarget(config));
   if (problems.length > 0) {
     console.error(`Stampcard cannot start:\n\n${problems.join('\n\n')}`);
     process.exit(1);
@@ -70,7 +73,7 @@ function exitOnUncaught(logger: Logger) {
 }
 
 async function superviseRoles(config: Config, logger: Logger) {
-  await runMigrations(config.DATABASE_URL);
+  await runMigrations(directDatabaseUrl(config));
   logger.info('migrations applied');
   // Every role must take the same operator token, generated or not.
   const env = { ...process.env, OPERATOR_TOKEN: config.OPERATOR_TOKEN, [SUPERVISED]: '1' };
@@ -79,7 +82,10 @@ async function superviseRoles(config: Config, logger: Logger) {
     roles: ['api', 'worker', 'dispatcher'],
     logger,
     spawn: (role) =>
-      fork(fileURLToPath(import.meta.url), [role], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+      fork(fileURLToPath(import.meta.url), [role], {
+        env: role === 'dispatcher' ? { ...env, METRICS_PORT: dispatcherMetricsPort(config) } : env,
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      }),
     onReady: (msg: ReadyMessage) => {
       if (msg.port === undefined || bannerShown || !config.operatorTokenGenerated) return;
       bannerShown = true;
@@ -105,6 +111,10 @@ async function superviseRoles(config: Config, logger: Logger) {
   }
 }
 
+/** Under `npm start` the worker's metrics listener takes `METRICS_PORT` and the dispatcher's the next one. */
+const dispatcherMetricsPort = (config: Config) =>
+  String(config.METRICS_PORT > 0 ? config.METRICS_PORT + 1 : 0);
+
 function printOperatorToken(config: Config, port: number) {
   const kept = config.operatorTokenFile
     ? `, kept in ${config.operatorTokenFile} for every start (export OPERATOR_TOKEN=$(cat ${config.operatorTokenFile}))`
@@ -116,6 +126,10 @@ function printOperatorToken(config: Config, port: number) {
 }
 
 async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logger) {
+  // OpenTelemetry, when asked for: every span of this role goes to the collector as `stampcard-<role>`.
+  const tracing = config.OTEL_EXPORTER_OTLP_ENDPOINT
+    ? startTracing({ serviceName: `stampcard-${role}`, endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT })
+    : null;
   let stack: Awaited<ReturnType<typeof startStack>>;
   try {
     stack = await startStack({
@@ -124,14 +138,21 @@ async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logge
       api: role === 'api' ? 'serve' : false,
       worker: role === 'worker',
       dispatcher: role === 'dispatcher',
+      // The API serves /metrics on its own port; a worker or dispatcher on METRICS_PORT (0: none).
+      metricsPort: role !== 'api' && config.METRICS_PORT > 0 ? config.METRICS_PORT : undefined,
     });
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code !== 'EADDRINUSE' && code !== 'EACCES') throw err;
+    // Under `npm start` the dispatcher's metrics take METRICS_PORT + 1: the next free pair starts 2 further.
+    const [name, port, next] =
+      role === 'api'
+        ? ['PORT', config.PORT, config.PORT + 1]
+        : ['METRICS_PORT', config.METRICS_PORT, config.METRICS_PORT + 2];
     console.error(
       code === 'EADDRINUSE'
-        ? `Port ${config.PORT} on ${config.HOST} is already in use: stop what uses it, or pick another port, e.g. PORT=${config.PORT + 1} npm start`
-        : `Port ${config.PORT} on ${config.HOST} cannot be opened by this user: pick a port above 1023, e.g. PORT=3000 npm start`,
+        ? `Port ${port} on ${config.HOST} is already in use: stop what uses it, or pick another port, e.g. ${name}=${next} npm start`
+        : `Port ${port} on ${config.HOST} cannot be opened by this user: pick a port above 1023`,
     );
     process.exit(1);
   }
@@ -161,6 +182,7 @@ async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logge
     force.unref();
     stopHeartbeat?.();
     await stack.close();
+    await tracing?.shutdown().catch(() => {});
     logger.info('stopped');
     process.exit(0);
   };

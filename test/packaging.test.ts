@@ -105,9 +105,23 @@ function serviceBlock(role: string): string {
 
 describe('docker-compose.yml', () => {
   it('restarts every long-running service when it exits; only the one-shot migrate does not', () => {
-    const services = compose.slice(compose.indexOf('\nservices:'), compose.indexOf('\nvolumes:'));
+    const services = compose.slice(compose.indexOf('\nservices:'), compose.indexOf('\nconfigs:'));
     const names = [...services.matchAll(/^ {2}(\w[\w-]*):\n/gm)].map((m) => m[1]!);
-    expect(names).toEqual(['postgres', 'redis', 'migrate', 'api', 'worker', 'dispatcher']);
+    expect(names).toEqual([
+      'postgres',
+      'redis',
+      'migrate',
+      'api',
+      'worker',
+      'dispatcher',
+      'prometheus',
+      'grafana',
+    ]);
+    // Prometheus and Grafana start only with the monitoring profile.
+    for (const name of ['prometheus', 'grafana']) {
+      const block = services.slice(services.indexOf(`\n  ${name}:\n`) + 1).split(/\n {2}\w[\w-]*:\n/)[0]!;
+      expect(block, name).toMatch(/^ {4}profiles: \[monitoring\]$/m);
+    }
     const anchor = compose.slice(compose.indexOf('x-app: &app'), compose.indexOf('\nservices:'));
     expect(anchor).toMatch(/^ {2}restart: unless-stopped$/m);
     for (const name of names) {
@@ -122,7 +136,7 @@ describe('docker-compose.yml', () => {
     const ports = [...compose.matchAll(/ports:\s*\[([^\]]*)\]/g)].flatMap((m) =>
       m[1]!.split(',').map((p) => p.trim().replace(/^"|"$/g, '')),
     );
-    expect(ports.length).toBe(3);
+    expect(ports.length).toBe(5);
     for (const p of ports) expect(p).toMatch(/^127\.0\.0\.1:/);
   });
 

@@ -106,7 +106,10 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
   const endpointId = campaign.endpointId!;
   bench.services.phase = 'dispatch';
   progress('dispatch: starting the dispatcher process');
-  await bench.services.start('dispatcher');
+  // Its messages are made end to end: a worker applies their actions (the apply figure started one, unless the
+  // run measures this figure alone).
+  await bench.services.ensure('worker', settings.workers);
+  await bench.services.ensure('dispatcher', settings.dispatchers);
   const deliverQueue = bench.queues.forJob('webhook-message.deliver');
   await until('the dispatcher to take jobs', 60_000, async () => {
     bench.services.assertAlive();

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
+import { queueActions } from '../backlog';
 import type { Bench } from '../context';
 import { type PacedResult, paced } from '../load';
-import { triggerRequest } from '../seed';
+import { type BenchCampaign, triggerRequest } from '../seed';
 import { settle } from '../settle';
 import { percentile, progress, round, until, withHeartbeat } from '../util';
 
@@ -20,23 +21,55 @@ export type E2eFigure = {
     sentToApplied: { p50: number | null; p99: number | null };
     appliedToReceived: { p50: number | null; p99: number | null };
   };
+  /**
+   * Throughput: `actions` queued at once over `participants` participants (several each, so an ordered
+   * endpoint sends each participant's one after the other), until every webhook arrived.
+   */
+  burst: { actions: number; participants: number; seconds: number; perSecond: number; received: number };
 };
+
+/** The warm-up's bodies are numbered from here, past any the measured run sends. */
+const WARMUP_FIRST = 1_000_000_000;
+
+/** Participants of the burst: `actions / BURST_PARTICIPANTS` actions each. */
+const BURST_PARTICIPANTS = 500;
 
 /**
  * Action accepted → webhook received: `rate` actions per second for `durationS` (an open loop over
  * keep-alive connections) on a campaign whose endpoint takes LOYALTY_ACTION_APPLIED, every process running.
  * Each action's latency is the receiver's arrival time minus the time its request was sent (same clock).
+ * `ordered`: the same on a campaign whose endpoint has `ordering: PARTICIPANT` (the `ordered` figure).
  */
-export async function measureE2e(bench: Bench): Promise<E2eFigure> {
+export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigure> {
   const { settings, seeded, receiver } = bench;
-  const campaign = seeded.campaigns.e2e;
+  const campaign = ordered ? seeded.campaigns.e2eOrdered : seeded.campaigns.e2e;
+  const phase = ordered ? 'ordered' : 'e2e';
   const sentAt = new Map<string, number>();
-  await settle(bench, 'e2e');
+  await bench.services.ensure('worker', settings.workers);
+  await bench.services.ensure('dispatcher', settings.dispatchers);
+  // A warm-up at the same rate, not counted, until its webhooks are in: the first seconds of a load after
+  // another figure are the processes catching up with it, not this figure's latency.
+  receiver.received.length = 0;
+  const warm = await paced({
+    urls: bench.apiUrls,
+    rate: settings.e2e.rate,
+    durationS: settings.e2e.warmupS,
+    connections: settings.e2e.connections,
+    ...triggerRequest(seeded.apiKey, campaign, settings.participants),
+    first: WARMUP_FIRST,
+    onOk: () => {},
+  });
+  await until(
+    `the ${phase} warm-up's webhooks`,
+    30_000,
+    async () => receiver.received.length >= warm.ok2xx,
+  ).catch(() => progress(`${phase}: the warm-up's webhooks did not all arrive within 30 s`));
+  await settle(bench, phase);
   receiver.received.length = 0;
   progress(
-    `e2e: ${settings.e2e.rate} actions/s for ${settings.e2e.durationS} s, webhook on LOYALTY_ACTION_APPLIED`,
+    `${phase}: ${settings.e2e.rate} actions/s for ${settings.e2e.durationS} s after a ${settings.e2e.warmupS} s warm-up, webhook on LOYALTY_ACTION_APPLIED${ordered ? ', endpoint ordered by participant' : ''}`,
   );
-  const load = await withHeartbeat('e2e', () =>
+  const load = await withHeartbeat(phase, () =>
     paced({
       urls: bench.apiUrls,
       rate: settings.e2e.rate,
@@ -47,7 +80,7 @@ export async function measureE2e(bench: Bench): Promise<E2eFigure> {
     }),
   );
   progress(
-    `e2e: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms); waiting for their webhooks`,
+    `${phase}: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms); waiting for their webhooks`,
   );
   const arrived = new Map<string, number>();
   let scanned = 0;
@@ -70,7 +103,7 @@ export async function measureE2e(bench: Bench): Promise<E2eFigure> {
       return scan() >= sentAt.size;
     },
     { everyMs: 50, state: () => `${arrived.size} of ${sentAt.size}` },
-  ).catch((err: Error) => progress(`e2e: ${err.message}`));
+  ).catch((err: Error) => progress(`${phase}: ${err.message}`));
   scan();
   // A webhook still missing counts with the time it has waited so far: its true latency is at least that, so
   // the percentiles are then lower bounds (flagged), never better than what happened.
@@ -107,9 +140,53 @@ export async function measureE2e(bench: Bench): Promise<E2eFigure> {
       sentToApplied: { p50: at(50, toApplied), p99: at(99, toApplied) },
       appliedToReceived: { p50: at(50, toReceived), p99: at(99, toReceived) },
     },
+    burst: await measureBurst(bench, campaign, phase),
   };
   progress(
-    `e2e: ${figure.received} webhooks (${figure.missing} missing, last after ${round((performance.now() - waitStarted) / 1000, 1)} s more), p50 ${figure.latencyMs.p50} ms p99 ${figure.latencyMs.p99} ms; sent → applied p50 ${figure.stagesMs.sentToApplied.p50} p99 ${figure.stagesMs.sentToApplied.p99} ms, applied → received p50 ${figure.stagesMs.appliedToReceived.p50} p99 ${figure.stagesMs.appliedToReceived.p99} ms`,
+    `${phase}: ${figure.received} webhooks (${figure.missing} missing, last after ${round((performance.now() - waitStarted) / 1000, 1)} s more), p50 ${figure.latencyMs.p50} ms p99 ${figure.latencyMs.p99} ms; sent → applied p50 ${figure.stagesMs.sentToApplied.p50} p99 ${figure.stagesMs.sentToApplied.p99} ms, applied → received p50 ${figure.stagesMs.appliedToReceived.p50} p99 ${figure.stagesMs.appliedToReceived.p99} ms`,
   );
   return figure;
+}
+
+/** `E2eFigure.burst`: the actions queued at once, then the time until each one's webhook arrived. */
+async function measureBurst(
+  bench: Bench,
+  campaign: BenchCampaign,
+  phase: string,
+): Promise<E2eFigure['burst']> {
+  const actions = bench.settings.mode === 'quick' ? 5_000 : 20_000;
+  await settle(bench, `${phase} burst`);
+  bench.receiver.received.length = 0;
+  const started = performance.now();
+  const ids = new Set(await queueActions(bench, campaign, actions, BURST_PARTICIPANTS));
+  const arrived = new Set<string>();
+  let scanned = 0;
+  const scan = () => {
+    for (; scanned < bench.receiver.received.length; scanned++) {
+      const id = bench.receiver.received[scanned]!.json?.data?.action?.id as string | undefined;
+      if (id !== undefined && ids.has(id)) arrived.add(id);
+    }
+    return arrived.size;
+  };
+  await until(
+    `${phase}: every burst action's webhook`,
+    120_000,
+    () => {
+      bench.services.assertAlive();
+      return scan() >= actions;
+    },
+    { everyMs: 20, state: () => `${arrived.size} of ${actions}` },
+  ).catch((err: Error) => progress(`${phase}: ${err.message}`));
+  const seconds = (performance.now() - started) / 1000;
+  const burst = {
+    actions,
+    participants: BURST_PARTICIPANTS,
+    seconds: round(seconds, 2),
+    perSecond: round(scan() / seconds, 0),
+    received: arrived.size,
+  };
+  progress(
+    `${phase}: a burst of ${actions} actions over ${BURST_PARTICIPANTS} participants: ${burst.received} webhooks in ${burst.seconds} s (${burst.perSecond}/s)`,
+  );
+  return burst;
 }

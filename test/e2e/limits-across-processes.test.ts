@@ -31,9 +31,7 @@ async function startSecondApi(ownedByTest = true) {
   const run = startProcess(
     {
       NODE_ENV: 'test',
-      DATABASE_URL: stack.dbUrl,
-      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
-      QUEUE_PREFIX: stack.prefix,
+      ...stack.storeEnv,
       OPERATOR_TOKEN,
       PORT: '0',
       HOST: '127.0.0.1',

@@ -122,6 +122,10 @@ describe('Redis down', () => {
     expect(body.checks).toEqual({ postgres: 'ok', redis: 'down' });
     expect(body.degraded).toMatchObject({ accepting: true, limits: 'fail-open' });
     expect(typeof body.degraded.redisFailingSince).toBe('number');
+    // /readyz: the API still serves (it accepts actions), degraded; a load balancer keeps it.
+    const servable = await client(inProcess(stack.app)).get('/readyz');
+    expect(servable.status).toBe(200);
+    expect(servable.body).toEqual({ status: 'degraded', checks: { postgres: 'ok', redis: 'down' } });
 
     await redis.start();
     const after = await eventually(

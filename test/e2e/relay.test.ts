@@ -1,5 +1,5 @@
 import { loyaltyActions } from '@stampcard/db';
-import { JOBS } from '@stampcard/jobs';
+import { JOBS, queuePrefix } from '@stampcard/jobs';
 import { createRelay } from '@stampcard/worker';
 import { type Processor, UnrecoverableError, Worker } from 'bullmq';
 import { eq } from 'drizzle-orm';
@@ -7,15 +7,14 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, overHttp } from '../support/client';
 import { makeWorld, uniqueEmail } from '../support/factories';
-import { actionJob, waitingActionJobs } from '../support/jobs';
+import { actionJob, handedOff, waitingActionJobs } from '../support/jobs';
 import { useTestStack } from '../support/use';
 
 const stack = useTestStack({ http: true, worker: false });
 
 async function wipeQueue() {
-  // What a Redis restart without persistence does to this stack's queue: every key of its prefix is gone.
-  const keys = await stack.redis.keys(`${stack.prefix}:*`);
-  if (keys.length > 0) await stack.redis.del(...keys);
+  // What a Redis restart without persistence does to this stack's queues: every job is gone.
+  await Promise.all(stack.deps.queues.all.map((q) => q.obliterate({ force: true })));
 }
 
 describe('Redis is the transport, PostgreSQL the record', () => {
@@ -33,8 +32,14 @@ describe('Redis is the transport, PostgreSQL the record', () => {
       expect(r.status).toBe(200);
       ids.push(r.body.action.id);
     }
-    // Each request's group commit queued its action in a batch job.
-    expect(await waitingActionJobs(stack)).toEqual({ jobs: 3, actions: 3 });
+    // Each request's group commit queued its action in a batch job (right after its answer, which waits for
+    // the COMMIT only).
+    expect(
+      await eventually(
+        () => waitingActionJobs(stack),
+        (q) => q.actions === 3,
+      ),
+    ).toEqual({ jobs: 3, actions: 3 });
     await wipeQueue();
     expect(await waitingActionJobs(stack)).toEqual({ jobs: 0, actions: 0 });
 
@@ -63,7 +68,7 @@ describe('Redis is the transport, PostgreSQL the record', () => {
       rewardId: w.reward.id,
     });
     const id = r.body.action.id as string;
-    await (await actionJob(stack, id))!.remove();
+    await (await handedOff(stack, id)).remove();
     const worker = stack.startWorker();
     const [first, second] = await Promise.all([worker.relay.runOnce(), worker.relay.runOnce()]);
     expect(first).toBe(1);
@@ -80,9 +85,10 @@ describe('Redis is the transport, PostgreSQL the record', () => {
 
   /** Lets a stand-in worker take the queued job once, so it ends failed or completed without being applied. */
   async function settleJobWith(actionId: string, processor: Processor, state: 'failed' | 'completed') {
-    const standIn = new Worker(JOBS['loyalty-action-batch.apply'].queue, processor, {
+    const queue = JOBS['loyalty-action-batch.apply'].queue;
+    const standIn = new Worker(queue, processor, {
       connection: stack.redis,
-      prefix: stack.prefix,
+      prefix: queuePrefix(stack.prefix, queue, stack.redis),
     });
     await eventually(
       async () => (await actionJob(stack, actionId))?.getState(),
@@ -141,7 +147,7 @@ describe('Redis is the transport, PostgreSQL the record', () => {
   });
   it('an action still waiting in a batch job is not lost: the relay leaves it to that job', async () => {
     const a = await acceptOne();
-    expect(await (await actionJob(stack, a.action.id))!.getState()).toBe('waiting');
+    expect(await (await handedOff(stack, a.action.id)).getState()).toBe('waiting');
     // A relay alone (no worker takes jobs), with no grace: the action is stale, and in a waiting batch job.
     const relay = createRelay({
       ctx: stack.ctx,

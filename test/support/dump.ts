@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { PARTITIONED_TABLES } from '@stampcard/db';
 
 const run = promisify(execFile);
 
@@ -21,13 +22,18 @@ export async function dumpDatabase(url: string): Promise<Map<string, string>> {
       table = copy[1]!;
       rows = [];
     } else if (table !== null && line === '\\.') {
-      tables.set(table, rows.join('\n'));
+      // A partition's rows are its table's (events_legacy, events_20261130: events).
+      const name = partitionOf(table) ?? table;
+      tables.set(name, [tables.get(name), rows.join('\n')].filter(Boolean).join('\n'));
       table = null;
     } else if (table !== null) rows.push(line);
   }
   if (tables.size === 0) throw new Error('pg_dump wrote no table: is this the test database?');
   return tables;
 }
+
+const PARTITION = new RegExp(`^(${Object.keys(PARTITIONED_TABLES).join('|')})_(legacy|\\d{6}|\\d{8})$`);
+const partitionOf = (name: string) => PARTITION.exec(name)?.[1] ?? null;
 
 /** The tables of a dump in which `needle` occurs (case-sensitive, as stored). */
 export function tablesHolding(dump: Map<string, string>, needle: string): string[] {

@@ -7,9 +7,11 @@ import {
   createCampaign,
   createReward,
   createUser,
+  newId,
   type RewardInput,
   type UserInput,
 } from '@stampcard/core';
+import { webhookEndpoints } from '@stampcard/db';
 
 let seq = 0;
 const unique = () => `${Date.now().toString(36)}${(seq++).toString(36)}`;
@@ -74,6 +76,31 @@ export async function makeWorld(
   const campaign = await makeCampaign(ctx, account.id, opts.campaign);
   const reward = await makeReward(ctx, campaign.id, opts.reward);
   return { account, user, key, keyId, campaign, reward };
+}
+
+/**
+ * A webhook endpoint row written straight to its table (no API, no address check): `NOTIFY`, every event type,
+ * a fixed secret, made at `ctx.clock`'s now unless `overrides` say otherwise. Answers its id.
+ */
+export async function makeEndpoint(
+  ctx: Ctx,
+  owner: { accountId: string; campaignId: string },
+  overrides: Partial<typeof webhookEndpoints.$inferInsert> = {},
+): Promise<string> {
+  const id = overrides.id ?? newId('webhookEndpoint');
+  const now = ctx.clock.now();
+  await ctx.db.insert(webhookEndpoints).values({
+    id,
+    ...owner,
+    url: `https://hooks.example.com/${id}`,
+    kind: 'NOTIFY',
+    eventTypes: [],
+    secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
+    createdAt: now,
+    updatedAt: now,
+    ...overrides,
+  });
+  return id;
 }
 
 export const uniqueEmail = (tag = 'p') => `${tag}-${unique()}@example.com`;

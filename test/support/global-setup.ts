@@ -4,12 +4,26 @@ import { fileURLToPath } from 'node:url';
 import { runMigrations } from '@stampcard/db';
 import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
+import { startPgBouncer } from './pgbouncer';
+import { startRedisCluster } from './redis-cluster';
 
 const BASE = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 /**
+ * `TEST_STORES`: the stores every test stack runs on, comma-separated: `cluster` (a Redis Cluster of the run's
+ * own, three masters with a replica each) and `pgbouncer` (Debian's PgBouncer in transaction mode in front of
+ * each test database). Unset: the local Redis and PostgreSQL themselves.
+ */
+const STORES = new Set((process.env.TEST_STORES ?? '').split(',').filter(Boolean));
+for (const s of STORES) {
+  if (s !== 'cluster' && s !== 'pgbouncer')
+    throw new Error(`TEST_STORES: unknown store "${s}" (cluster, pgbouncer)`);
+}
+
+/**
  * Migrates a template database once per run; each test file then clones it (`CREATE DATABASE … TEMPLATE`),
- * which takes milliseconds, so files never share rows and can run in parallel.
+ * which takes milliseconds, so files never share rows and can run in parallel. Starts the stores `TEST_STORES`
+ * names, for the whole run.
  */
 export default async function setup(project: TestProject) {
   build();
@@ -19,7 +33,13 @@ export default async function setup(project: TestProject) {
   await runMigrations(url.toString());
   project.provide('templateDatabase', name);
   project.provide('baseDatabaseUrl', BASE);
+  const cluster = STORES.has('cluster') ? await startRedisCluster() : null;
+  const pooler = STORES.has('pgbouncer') ? await startPgBouncer() : null;
+  project.provide('redisClusterNodes', cluster?.nodes ?? '');
+  project.provide('poolerUrl', pooler?.urlFor('DATABASE') ?? '');
   return async () => {
+    await cluster?.stop();
+    await pooler?.stop();
     const sql = postgres(BASE, { max: 1, onnotice: () => {} });
     await sql.unsafe(`drop database if exists "${name}" with (force)`);
     const stale =
@@ -53,5 +73,9 @@ declare module 'vitest' {
   export interface ProvidedContext {
     templateDatabase: string;
     baseDatabaseUrl: string;
+    /** `TEST_STORES=cluster`: the run's Redis Cluster, as `REDIS_CLUSTER_NODES` takes it; '' otherwise. */
+    redisClusterNodes: string;
+    /** `TEST_STORES=pgbouncer`: the run's PgBouncer, `DATABASE` standing for the test's database; '' otherwise. */
+    poolerUrl: string;
   }
 }

@@ -13,8 +13,18 @@ export type OwnPostgres = {
   /** SIGSTOP the postmaster and every backend: connections stay open and nothing answers, until `thaw`. */
   freeze(): void;
   thaw(): void;
+  /** A streaming standby of it (`pg_basebackup -R`), started on a port of its own and destroyed with it. */
+  standby(): Promise<OwnStandby>;
   /** Stops it (immediate) and removes its files; safe to call twice. */
   destroy(): void;
+};
+
+/** A hot standby of an own cluster: read-only, replaying what the primary streams to it. */
+export type OwnStandby = {
+  url(database: string): string;
+  /** `pg_ctl stop -m immediate`: connections are cut and nothing answers, until `start`. */
+  stop(): void;
+  start(): void;
 };
 
 /** The newest PostgreSQL installed as Debian lays it out (`/usr/lib/postgresql/<major>/bin`). */
@@ -46,12 +56,19 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
       ? execFileSync('runuser', ['-u', 'postgres', '--', join(bin, tool), ...args], { stdio: 'pipe' })
       : execFileSync(join(bin, tool), args, { stdio: 'pipe' });
   let destroyed = false;
+  // The data directories of its standbys, stopped before it.
+  const standbys: string[] = [];
   const destroy = () => {
     if (destroyed) return;
     try {
       thaw();
     } catch {}
     destroyed = true;
+    for (const copy of standbys) {
+      try {
+        run('pg_ctl', ['-D', copy, '-m', 'immediate', '-w', 'stop']);
+      } catch {}
+    }
     try {
       run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
     } catch {}
@@ -84,6 +101,36 @@ export async function startOwnPostgres(): Promise<OwnPostgres> {
     process.once('exit', destroy);
     return {
       url: (database) => `postgres://postgres@127.0.0.1:${port}/${database}`,
+      standby: async () => {
+        const copy = join(dir, `standby-${standbys.length}`);
+        standbys.push(copy);
+        run('pg_basebackup', [
+          '-D',
+          copy,
+          '-R',
+          '-X',
+          'stream',
+          // An immediate checkpoint to start from (a spread one took two minutes), and no fsync of the copy.
+          '--checkpoint=fast',
+          '--no-sync',
+          '-h',
+          dir,
+          '-p',
+          String(port),
+          '-U',
+          'postgres',
+        ]);
+        const standbyPort = await freePort();
+        const standbyOptions = `-p ${standbyPort} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`;
+        const start = () =>
+          run('pg_ctl', ['-D', copy, '-o', standbyOptions, '-l', `${copy}.log`, '-w', '-t', '30', 'start']);
+        start();
+        return {
+          url: (database) => `postgres://postgres@127.0.0.1:${standbyPort}/${database}`,
+          stop: () => run('pg_ctl', ['-D', copy, '-m', 'immediate', '-w', 'stop']),
+          start,
+        };
+      },
       restart: () =>
         run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-m', 'fast', '-w', '-t', '30', 'restart']),
       freeze: () => signal('SIGSTOP'),

@@ -40,7 +40,8 @@ function run(command: string, args: string[], env: Record<string, string>, detac
   const child = spawn(command, args, {
     cwd: ROOT,
     detached,
-    env: { ...process.env, LOG_LEVEL: 'info', ...env },
+    // No metrics listener unless a test asks for one: many roles run at once on one machine.
+    env: { ...process.env, LOG_LEVEL: 'info', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

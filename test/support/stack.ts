@@ -2,8 +2,9 @@ import type { App, Deps } from '@stampcard/api';
 import { createLogger, type Logger, loadConfig } from '@stampcard/config';
 import { type Clock, type Ctx, systemClock } from '@stampcard/core';
 import type { StampcardDispatcher } from '@stampcard/dispatcher';
+import type { RedisClient } from '@stampcard/jobs';
 import type { StampcardWorker } from '@stampcard/worker';
-import type { Redis } from 'ioredis';
+import { inject } from 'vitest';
 import { startStack } from '../../scripts/stack';
 import type { TestDb } from './db';
 import { deleteRedisKeys, REDIS_URL, uniquePrefix } from './redis-keys';
@@ -29,7 +30,14 @@ export type TestStack = {
   startDispatcher(): StampcardDispatcher;
   stopDispatcher(): Promise<void>;
   /** The worker's connection, for inspecting the queue. */
-  redis: Redis;
+  redis: RedisClient;
+  /**
+   * The settings a process of the build needs to join this stack (`startProcess`, `startBuilt`): its database (through
+   * the pooler, if any), its Redis (a cluster's nodes, a Sentinel's) and its queue prefix.
+   */
+  storeEnv: Record<string, string>;
+  /** The port of the metrics listener, when started with `metricsPort`. */
+  metricsPort: number | null;
   close(): Promise<void>;
 };
 
@@ -72,7 +80,7 @@ export type TestStackOptions = {
   disableAfterMs?: number;
   /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
-  /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 0 */
+  /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 5000 with `sweep`, else 0 */
   overdueGraceMs?: number;
   /** The rate limits' clock (window edges, lease expiry). @defaultValue Redis's own clock */
   limitsClock?: Clock;
@@ -80,11 +88,47 @@ export type TestStackOptions = {
   rateLimitTimeoutMs?: number;
   /** Another Redis (a test's own server). @defaultValue `REDIS_URL`, or the local Redis */
   redisUrl?: string;
+  /** Run the worker's relay timer (and partition maintenance), as `npm start` does. @defaultValue false */
+  relay?: boolean;
+  /** `REDIS_CLUSTER_NODES`: a Redis Cluster of the test's own (it wins over `redisUrl`). @defaultValue unset */
+  redisClusterNodes?: string;
+  /** `REDIS_SENTINELS` and `REDIS_SENTINEL_NAME`: Redis behind Sentinel, of the test's own. @defaultValue unset */
+  redisSentinel?: { sentinels: string; name: string };
+  /**
+   * The test's database through a pooler in transaction mode (`DATABASE_POOLER=transaction`), the database itself
+   * as `DATABASE_DIRECT_URL`. @defaultValue unset: PostgreSQL itself
+   */
+  pooledUrl?: string;
+  /** `QUEUE_SHARDS`. @defaultValue 1 */
+  queueShards?: number;
+  /** `DATABASE_READ_URL`: a read replica of the test's database. @defaultValue unset */
+  readUrl?: string;
+  /** `DATABASE_READ_MAX_LAG_MS`. @defaultValue 5000 */
+  readMaxLagMs?: number;
   /** `WEBHOOK_BACKLOG_BATCH`. @defaultValue 1000 */
   backlogBatch?: number;
   /** Where the stack logs. @defaultValue a silent logger (`TEST_LOG_LEVEL` sets its level) */
   logger?: Logger;
+  /** `METRICS_TOKEN`. @defaultValue unset */
+  metricsToken?: string;
+  /** Start the metrics listener on this port (0: a free one). @defaultValue none */
+  metricsPort?: number;
+  /** `OTEL_EXPORTER_OTLP_ENDPOINT` (the test starts the tracer provider itself). @defaultValue unset */
+  otlpEndpoint?: string;
 };
+
+/** The run's Redis Cluster (`TEST_STORES=cluster`), if any. */
+const runClusterNodes = () => inject('redisClusterNodes') || undefined;
+
+/**
+ * The test database `url` through the run's PgBouncer (`TEST_STORES=pgbouncer`), if any. A database the test
+ * reaches another way (a PostgreSQL of its own, a proxy that counts or freezes) is left as it is.
+ */
+function runPooledUrl(url: string): string | undefined {
+  const pooler = inject('poolerUrl');
+  if (!pooler || new URL(url).host !== new URL(inject('baseDatabaseUrl')).host) return undefined;
+  return pooler.replace('/DATABASE', new URL(url).pathname);
+}
 
 /**
  * The whole service on a test's own database and a queue prefix of its own, built by the same composition
@@ -96,11 +140,27 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
   const redisUrl = opts.redisUrl ?? REDIS_URL;
   const logger =
     opts.logger ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent', name: 'stampcard-test' });
+  // The run's stores (`TEST_STORES`), unless the test brings its own.
+  const pooledUrl = opts.pooledUrl ?? runPooledUrl(db.url);
+  const redisClusterNodes =
+    opts.redisClusterNodes ?? (opts.redisUrl || opts.redisSentinel ? undefined : runClusterNodes());
+  // Where the stack's stores are: its own settings, and those of a process of the build joining it (`storeEnv`).
+  const stores = {
+    DATABASE_URL: pooledUrl ?? db.url,
+    DATABASE_POOLER: pooledUrl ? 'transaction' : undefined,
+    DATABASE_DIRECT_URL: pooledUrl ? db.url : undefined,
+    REDIS_URL: redisUrl,
+    REDIS_CLUSTER_NODES: redisClusterNodes,
+    REDIS_SENTINELS: opts.redisSentinel?.sentinels,
+    REDIS_SENTINEL_NAME: opts.redisSentinel?.name,
+    QUEUE_PREFIX: prefix,
+    QUEUE_SHARDS: opts.queueShards?.toString(),
+  };
   const config = loadConfig({
     NODE_ENV: 'test',
-    DATABASE_URL: db.url,
-    REDIS_URL: redisUrl,
-    QUEUE_PREFIX: prefix,
+    ...stores,
+    DATABASE_READ_URL: opts.readUrl,
+    DATABASE_READ_MAX_LAG_MS: opts.readMaxLagMs?.toString(),
     OPERATOR_TOKEN,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -123,6 +183,8 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),
     WEBHOOK_BACKLOG_BATCH: opts.backlogBatch?.toString(),
+    METRICS_TOKEN: opts.metricsToken,
+    OTEL_EXPORTER_OTLP_ENDPOINT: opts.otlpEndpoint,
   });
   const stack = await startStack({
     config,
@@ -130,14 +192,17 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     clock,
     api: opts.http ? 'serve' : 'in-process',
     worker: opts.worker !== false,
-    relay: false,
+    relay: opts.relay ?? false,
     dispatcher: opts.dispatcher ?? false,
     sweep: opts.sweep ?? false,
-    overdueGraceMs: opts.overdueGraceMs ?? 0,
+    // A sweep run by hand looks at once; the running sweep (every 200 ms) waits as in production for the hand-off
+    // that follows a commit, or it would race it and send a message from two jobs (seen in CI after a replay).
+    overdueGraceMs: opts.overdueGraceMs ?? (opts.sweep ? 5000 : 0),
     // Every sweep a test runs by hand also looks for overdue messages.
     overdueEvery: 1,
     apiOverrides: opts.maxWaitMs === undefined ? {} : { maxWaitMs: opts.maxWaitMs },
     limitsClock: opts.limitsClock,
+    metricsPort: opts.metricsPort,
   });
   const redis = stack.queues.consumer.redis;
   return {
@@ -159,12 +224,17 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     startDispatcher: stack.startDispatcher,
     stopDispatcher: stack.stopDispatcher,
     redis,
+    storeEnv: Object.fromEntries(
+      Object.entries(stores).filter((e): e is [string, string] => e[1] !== undefined),
+    ),
+    metricsPort: stack.metricsListener?.port ?? null,
     close: async () => {
       await stack.api?.close();
       await Promise.all([stack.stopWorker(), stack.stopDispatcher()]);
       await stack.close();
-      // Last, on a connection of its own: queues and workers write keys as they close.
-      await deleteRedisKeys(redisUrl, prefix);
+      // Last, on a connection of its own: queues and workers write keys as they close. (A cluster or a Sentinel
+      // is the test's own, and goes with it.)
+      if (!redisClusterNodes && !opts.redisSentinel) await deleteRedisKeys(redisUrl, prefix);
     },
   };
 }

@@ -90,3 +90,34 @@ export function useFreezableStack(
     stack: lateBound('the test stack', () => stack),
   };
 }
+
+/**
+ * `useTestStack` on a store of the file's own (a Redis Cluster, a Sentinel, a pooler), started first: every role
+ * runs, over HTTP, with the relay and the sweep, and `options` says how the stack reaches the store. After the
+ * tests: the stack, then the store (a pooler holds connections to the database), then the database.
+ */
+export function useStackOn<S extends { stop(): Promise<void> }>(
+  startStore: () => Promise<S>,
+  options: (store: S, db: TestDb) => TestStackOptions,
+): { stack: TestStack; store: S } {
+  let store: S | undefined;
+  let db: TestDb | undefined;
+  let stack: TestStack | undefined;
+  beforeAll(async () => {
+    store = await startStore();
+    db = await createTestDb();
+    stack = await createTestStack(db, {
+      http: true,
+      dispatcher: true,
+      sweep: true,
+      relay: true,
+      ...options(store, db),
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await stack?.close();
+    await store?.stop();
+    await db?.drop();
+  });
+  return { stack: lateBound('the test stack', () => stack), store: lateBound('the store', () => store) };
+}

@@ -1,19 +1,26 @@
 import type { OpenAPIHono } from '@hono/zod-openapi';
 import type { Logger } from '@stampcard/config';
 import type { AppliedSignal, Clock, Ctx, LookupCache, Principal, TriggerOptions } from '@stampcard/core';
-import type { Database } from '@stampcard/db';
-import type { Queues } from '@stampcard/jobs';
+import type { Database, Replica, RetentionPolicy } from '@stampcard/db';
+import type { Queues, RedisClient } from '@stampcard/jobs';
+import type { AcceptMetrics, HttpMetrics, Registry } from '@stampcard/telemetry';
 import type { MiddlewareHandler } from 'hono';
-import type { Redis } from 'ioredis';
+import type { TimingVariables } from 'hono/timing';
 import type { ConsoleSession } from './console/session';
-import type { ExportSlots } from './lib/export-slots';
+import type { Slots } from './lib/slots';
 import type { RateLimiter } from './limits/limiter';
 import type { PortalGrant } from './portal/link';
 
 /** Everything the API needs, built once at start (tests build their own). */
 export type Deps = {
   db: Database;
-  redis: Redis;
+  /**
+   * A read replica (`DATABASE_READ_URL`) for the reads that tolerate lag: the participants list, the leaderboards,
+   * the event feed and the audit log (see `readLagging`).
+   * @defaultValue none: every read goes to `db`
+   */
+  replica?: Replica;
+  redis: RedisClient;
   queues: Queues;
   clock: Clock;
   logger: Logger;
@@ -67,6 +74,11 @@ export type Deps = {
    */
   trustedProxyHops?: number;
   /**
+   * Answer with a `Server-Timing` header: the request's total and the stages core measures (`Ctx.spans`).
+   * @defaultValue false
+   */
+  serverTiming?: boolean;
+  /**
    * Middleware run on every `/v1` request after authentication and the limits (tests put faults here).
    * @defaultValue none
    */
@@ -99,17 +111,51 @@ export type Deps = {
    * @defaultValue 2
    */
   exportConcurrency?: number;
+  /**
+   * Import uploads (`…/participants/imports`) streaming in at once in this process (`IMPORT_CONCURRENCY`): each
+   * holds a database connection in a transaction while its file arrives; one more is refused 429.
+   * @defaultValue 2
+   */
+  importConcurrency?: number;
+  /**
+   * The process's metrics, served at `/metrics`, and what the API counts into them.
+   * @defaultValue none: nothing is counted, and `/metrics` answers 403
+   */
+  metrics?: ApiMetrics;
+  /**
+   * `METRICS_TOKEN`: the bearer token `/metrics` asks for.
+   * @defaultValue none: `/metrics` answers 403 to everyone
+   */
+  metricsToken?: string;
+  /**
+   * How long each kind of row is kept (`EVENT_RETENTION_DAYS`, `ATTEMPT_RETENTION_DAYS`, `AUDIT_RETENTION_DAYS`),
+   * for what the operator API and the console show; the worker does the dropping.
+   * @defaultValue 90, 30 and 365 days
+   */
+  retention?: RetentionPolicy;
+  /**
+   * Trace every request and hand its `traceparent` on with what it commits (`OTEL_EXPORTER_OTLP_ENDPOINT` is
+   * set: the process started a tracer provider).
+   * @defaultValue false
+   */
+  tracing?: boolean;
 };
 
+/** The API's metric sets, in the process's registry. */
+export type ApiMetrics = { registry: Registry; http: HttpMetrics; accept: AcceptMetrics };
+
 export type AppEnv = {
-  Variables: {
+  /** `TimingVariables`: the `Server-Timing` middleware's own, when `Deps.serverTiming` is on. */
+  Variables: Partial<TimingVariables> & {
     deps: Deps;
     ctx: Ctx;
     /** How triggers record their actions: batched across concurrent requests (see `createApp`). */
     trigger: TriggerOptions;
     requestId: string;
     /** The process's export slots (`Deps.exportConcurrency`). */
-    exportSlots: ExportSlots;
+    exportSlots: Slots;
+    /** The process's import upload slots (`Deps.importConcurrency`). */
+    importSlots: Slots;
     principal: Principal;
     /** Set on console requests once their session cookie was verified. */
     consoleSession?: ConsoleSession;
@@ -133,6 +179,8 @@ export type AppEnv = {
      * once, and not again by `handleError`.
      */
     abandoned?: true;
+    /** Set by whatever answers 429 for a limit: the limit's name, counted by the request metrics. */
+    refusedBy?: string;
   };
 };
 

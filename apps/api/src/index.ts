@@ -11,9 +11,12 @@ export { createApp } from './app';
 export { openApiDocument } from './docs/index';
 export { servedOpenApiDocument } from './docs/served';
 export type { App, AppEnv, Deps } from './env';
+export { buildErrorBody } from './errors';
 export { appliedSignal } from './lib/applied-signal';
-export { OPENAPI_PATH } from './lib/docs-paths';
+export { defaultSupportUrl, OPENAPI_PATH } from './lib/docs-paths';
+export { HTTP_ERRORS } from './lib/error-status';
 export { sharedLookupCache } from './lib/lookup-cache';
+export { createReadiness } from './lib/readiness';
 export {
   createRateLimiter,
   limiterConnection,
@@ -99,7 +102,9 @@ export async function startApi(deps: Deps, opts: ServeOptions): Promise<RunningA
           port: info.port,
           close: () =>
             new Promise<void>((done) => {
-              server.close(() => done());
+              server.close(() => {
+                void app.drainHandOffs().finally(done);
+              });
               // Idle keep-alive sockets would hold close() open.
               (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
             }),

@@ -72,6 +72,16 @@ describe('the operator console in a browser', () => {
       // The chart is drawn (uPlot's canvas) and the queues are listed.
       await page.locator('#overview-chart canvas').first().waitFor();
       await expect.poll(() => page.locator('#queues tbody tr').count()).toBe(stack.deps.queues.all.length);
+      // What each partitioned table keeps and drops next: made ahead, nothing waiting for a partition.
+      const events = page.locator('#retention tr[data-table="events"]');
+      await expect.poll(() => events.locator('td').first().textContent()).toBe('90 days');
+      expect(await events.locator('td').nth(3).textContent()).toMatch(
+        /^events_(legacy|\d{8}) on \d{4}-\d{2}-\d{2}$/,
+      );
+      expect(await page.locator('#retention tbody tr').count()).toBe(5);
+      const keys = page.locator('#retention tr[data-table="idempotency_keys"]');
+      expect(await keys.locator('td').first().textContent()).toBe('1 day');
+      expect(await page.locator('#retention td.bad').count()).toBe(0);
 
       const accepted = await figure(page, 'accepted-hour');
       const applied = await figure(page, 'applied-hour');
@@ -263,9 +273,67 @@ describe('the operator console in a browser', () => {
       await page.getByLabel('Level', { exact: true }).selectOption('HIGH');
       await page.getByRole('button', { name: 'Set by hand' }).click();
       await page.getByRole('status').getByText('Risk level set to HIGH by hand.').waitFor();
+      // Its history from the audit log: the API key's add, then this change, the console's.
+      const history = page.getByRole('region', { name: 'History' });
+      await history.getByText('fraud_risk_level').waitFor();
+      expect(await history.locator('tbody tr').count()).toBe(2);
+      expect(await history.locator('tbody tr').first().textContent()).toContain('the console');
+      expect(await history.locator('tbody tr').last().textContent()).toContain(`API key ${w.keyId}`);
       await checkAtBothWidths(page, 'console-participant');
     });
   }, 60_000);
+
+  it("Imports: maps a file's columns before it starts, shows the import's progress live and its refused rows, with no serious axe-core violation", async () => {
+    const w = await makeWorld(stack.ctx, { reward: { title: 'Free coffee', isUnlimited: true } });
+    const rows = Array.from({ length: 3000 }, (_, i) =>
+      i === 1500 ? 'not-an-email,Bad,gold,1' : `${uniqueEmail(`imp${i}`)},Name ${i},gold,${i % 3}`,
+    );
+    const good = `email,firstName,metadata.tier,loyaltyActionCount.${w.reward.id}\r\n${rows.join('\r\n')}\r\n`;
+    await withContext({ bypassCSP: true, viewport: { width: 1280, height: 900 } }, async (context) => {
+      const page = await context.newPage();
+      await signIn(page);
+      await page.getByRole('link', { name: 'Imports' }).click();
+      await page.getByLabel('Campaign id').fill(w.campaign.id);
+      await page.getByRole('button', { name: 'Open' }).click();
+      // A file whose header the import would refuse: the mapping says why, and the import cannot start.
+      await page.getByLabel('File', { exact: true }).setInputFiles({
+        name: 'wrong.csv',
+        mimeType: 'text/csv',
+        buffer: Buffer.from('email,shoeSize\r\na@example.com,42\r\n'),
+      });
+      await page.getByRole('alert').getByText('This file cannot be imported').waitFor();
+      await page.getByRole('cell', { name: 'not imported' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Start the import' }).isDisabled()).toBe(true);
+      // The right file: every column mapped, the reward by its title.
+      await page
+        .getByLabel('File')
+        .setInputFiles({ name: 'people.csv', mimeType: 'text/csv', buffer: Buffer.from(good) });
+      await page.getByRole('cell', { name: 'a count carried over for "Free coffee"' }).waitFor();
+      await page.getByRole('cell', { name: 'metadata key "tier"' }).waitFor();
+      await expect.poll(() => page.getByRole('button', { name: 'Start the import' }).isEnabled()).toBe(true);
+      await checkAtBothWidths(page, 'console-import-mapping');
+      await page.getByRole('button', { name: 'Start the import' }).click();
+      // Its page, updated in place (htmx polls the progress) until it ends.
+      await page.getByRole('heading', { level: 1, name: /^Import imp_/ }).waitFor();
+      const first = await page.locator('[data-status]').getAttribute('data-status');
+      expect(['QUEUED', 'RUNNING']).toContain(first);
+      const url = page.url();
+      await page.locator('[data-status="SUCCEEDED"]').waitFor({ timeout: 30_000 });
+      expect(page.url()).toBe(url);
+      expect(await page.locator('#import-bar').getAttribute('value')).toBe('3000');
+      expect(await page.locator('[data-rows-done]').getAttribute('data-rows-done')).toBe('3000');
+      await page.reload();
+      await page.getByRole('cell', { name: 'email must be an email address' }).waitFor();
+      const download = page.waitForEvent('download');
+      await page.getByRole('link', { name: 'Download every refused row (CSV)' }).click();
+      const file = await (await download).path();
+      const { readFileSync } = await import('node:fs');
+      expect(readFileSync(file, 'utf8')).toContain(
+        '1501,VALIDATION_ERROR,email must be an email address,not-an-email,Bad,gold,1',
+      );
+      await checkAtBothWidths(page, 'console-import');
+    });
+  }, 90_000);
 
   it('goes to the sign-in page by itself when its session ends while it is open (the poll gets 401)', async () => {
     await withContext({}, async (context) => {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
-import { recordEvents } from '@stampcard/core';
+import { recordEvents, sentEventData } from '@stampcard/core';
 import { createDb, events } from '@stampcard/db';
 import { asc, eq, isNull, sql } from 'drizzle-orm';
 import postgres from 'postgres';
@@ -49,7 +49,13 @@ async function stored(campaignId: string): Promise<FeedEvent[]> {
     .from(events)
     .where(eq(events.campaignId, campaignId))
     .orderBy(asc(events.seq));
-  return rows.map((e) => ({ id: e.id, type: e.type, timestamp: e.createdAt.getTime(), data: e.data }));
+  // As stored, and as sent: a participant's per-reward maps under both spellings again (`sentEventData`).
+  return rows.map((e) => ({
+    id: e.id,
+    type: e.type,
+    timestamp: e.createdAt.getTime(),
+    data: sentEventData(e.data),
+  }));
 }
 
 /**

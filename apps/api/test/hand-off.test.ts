@@ -1,12 +1,16 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { createApp } from '@stampcard/api';
-import { events } from '@stampcard/db';
-import { inArray } from 'drizzle-orm';
+import { events, loyaltyActions } from '@stampcard/db';
+import { createQueues, createRedis } from '@stampcard/jobs';
+import { eq, inArray } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { freezableProxy } from '../../../test/support/freezable-proxy';
 import { capturedLogger } from '../../../test/support/logs';
 import { queueDown } from '../../../test/support/queue-down';
 import { useReceivers } from '../../../test/support/receiver';
+import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../../../test/support/redis-keys';
 import { useTestStack } from '../../../test/support/use';
 import { operator, registerEndpoint } from '../../../test/support/webhooks';
 
@@ -66,7 +70,11 @@ describe('writes hand their events to the dispatcher once committed', () => {
         firstName: 'Grace',
       });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      const line = lines.map((l) => JSON.parse(l)).find((l) => l.msg.startsWith('events not queued'));
+      // The answer waits for the COMMIT, not the enqueue: its failure is logged right after.
+      const line = await eventually(
+        async () => lines.map((l) => JSON.parse(l)).find((l) => l.msg.startsWith('events not queued')),
+        (found) => found !== undefined,
+      );
       expect(line, lines.join('\n')).toBeDefined();
       expect(line.eventIds).toHaveLength(1);
       expect(line.errorClass).toEqual(expect.any(String));
@@ -91,6 +99,86 @@ describe('writes hand their events to the dispatcher once committed', () => {
       expect(w.rx.received[0]!.json.data.participant.firstName).toBe('Grace');
     } finally {
       await down.close();
+    }
+  });
+
+  it('an answer waits for its COMMIT, not for its jobs: with Redis silent the action is accepted at once', async () => {
+    const w = await watchedCampaign();
+    // A Redis that takes connections and never answers: every enqueue hangs.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const redis = createRedis(`redis://127.0.0.1:${(silent.address() as AddressInfo).port}`, {
+      maxRetriesPerRequest: null,
+      connectTimeout: 60_000,
+    });
+    redis.on('error', () => {});
+    const queues = createQueues(redis, 'stampcard_silent', () => {});
+    try {
+      // A deadline far past the test's own timeout: an answer that waited for the enqueue would never come.
+      const app = createApp({ ...stack.deps, queues, requestTimeoutMs: 600_000 });
+      const api = client(inProcess(app), w.key);
+      const res = await api.post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+        participantEmail: w.email,
+        rewardId: w.reward.id,
+        metadata: { silent: true },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const [row] = await stack.ctx.db
+        .select()
+        .from(loyaltyActions)
+        .where(eq(loyaltyActions.id, res.body.action.id));
+      expect(row?.status).toBe('QUEUED');
+    } finally {
+      redis.disconnect();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it("on close, the app's drain waits for the jobs of what it committed: none is left only to the relay", async () => {
+    const w = await watchedCampaign();
+    // The app's Redis behind a proxy the test can freeze: its enqueues hang until thawed.
+    const proxy = await freezableProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    const prefix = uniquePrefix('stampcard_drain');
+    const redis = createRedis(`redis://127.0.0.1:${proxy.port}`, { maxRetriesPerRequest: null });
+    const direct = createRedis(REDIS_URL);
+    for (const r of [redis, direct]) r.on('error', () => {});
+    const queues = createQueues(redis, prefix, () => {});
+    const seen = createQueues(direct, prefix, () => {});
+    const batches = seen.forJob('loyalty-action-batch.apply');
+    try {
+      await redis.ping();
+      const app = createApp({ ...stack.deps, queues });
+      proxy.freeze();
+      const res = await client(inProcess(app), w.key).post(`/v1/campaign/${w.campaign.id}/loyalty-action`, {
+        participantEmail: w.email,
+        rewardId: w.reward.id,
+        metadata: { drained: true },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      const draining = app.drainHandOffs().then(() => 'drained');
+      const waited = await Promise.race([draining, new Promise((r) => setTimeout(r, 300, 'waiting'))]);
+      expect(waited).toBe('waiting');
+      expect(await batches.getJobs(['waiting'])).toEqual([]);
+
+      proxy.thaw();
+      expect(await draining).toBe('drained');
+      // Read at once, with no waiting: the drain resolved only once the job was in Redis.
+      const jobs = await batches.getJobs(['waiting']);
+      expect(jobs.flatMap((j) => (j.data as { actionIds: string[] }).actionIds)).toEqual([
+        res.body.action.id,
+      ]);
+    } finally {
+      await queues.close();
+      await seen.close();
+      redis.disconnect();
+      direct.disconnect();
+      await proxy.close();
+      await deleteRedisKeys(REDIS_URL, prefix);
     }
   });
 });

@@ -1,9 +1,19 @@
 import { createApp } from '@stampcard/api';
-import { createLogger } from '@stampcard/config';
 import { manualClock } from '@stampcard/core';
-import { accounts, idempotencyKeys, loyaltyActions, participants } from '@stampcard/db';
-import { createIdempotencyPurge } from '@stampcard/worker';
+import {
+  accounts,
+  addPeriods,
+  DEFAULT_RETENTION,
+  idempotencyKeys,
+  loyaltyActions,
+  maintainPartitions,
+  participants,
+  partitionName,
+  periodStart,
+  readPartitions,
+} from '@stampcard/db';
 import { and, eq, sql } from 'drizzle-orm';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import {
   client,
@@ -43,6 +53,10 @@ const actionsOf = async (w: World) =>
   stack.ctx.db.select().from(loyaltyActions).where(eq(loyaltyActions.campaignId, w.campaign.id));
 const accountsNamed = async (name: string) =>
   stack.ctx.db.select().from(accounts).where(eq(accounts.name, name));
+const partitionOfKey = (key: string) =>
+  stack.ctx.db.execute<{ partition: string }>(
+    sql`select tableoid::regclass::text as partition from ${idempotencyKeys} where key = ${key}`,
+  );
 const keyRows = async (key: string) =>
   stack.ctx.db.select().from(idempotencyKeys).where(eq(idempotencyKeys.key, key));
 
@@ -410,7 +424,7 @@ describe('an answer that did nothing is not kept', () => {
   });
 });
 
-describe('expiry and purge', () => {
+describe('expiry and retention', () => {
   it('keeps an answer 24 h; after that the key runs anew', async () => {
     const key = newKey();
     const name = `Expiring ${key}`;
@@ -429,73 +443,76 @@ describe('expiry and purge', () => {
     await expectReplay(anew, send);
   });
 
-  it('deletes every expired key in one run, in bounded batches, and leaves live ones', async () => {
-    // Whatever earlier tests left expires with these.
-    const old = [newKey(), newKey(), newKey()];
-    for (const key of old) {
-      const r = await operator().post('/admin/v1/accounts', { name: key, plan: 'GROWTH' }, withKey(key));
-      expect(r.status).toBe(200);
-    }
-    // A busy caller's day of keys: far more than one batch (1,000 a minute could never keep up).
-    const at = clock.now().toISOString();
-    await stack.ctx.db.execute(sql`
-      insert into ${idempotencyKeys} (scope, key, request_hash, method, path, state, claim_token, response_status,
-        response_body, started_at, locked_until, expires_at)
-      select 'key:busy', 'k-' || g, 'h', 'POST', '/v1/x', 'DONE', 't', 200, '{}', ${at}::timestamptz,
-        ${at}::timestamptz, ${at}::timestamptz + interval '24 hours'
-      from generate_series(1, 2500) g`);
-    clock.advance(24 * 3600_000 + 1000);
-    const live = newKey();
-    expect(
-      (await operator().post('/admin/v1/accounts', { name: live, plan: 'GROWTH' }, withKey(live))).status,
-    ).toBe(200);
-    const expired = await stack.ctx.db
-      .select({ n: sql<number>`count(*)::int` })
-      .from(idempotencyKeys)
-      .where(sql`${idempotencyKeys.expiresAt} <= ${clock.now().toISOString()}::timestamptz`);
-    const total = expired[0]!.n;
-    expect(total).toBeGreaterThanOrEqual(2503);
-
-    const purge = createIdempotencyPurge({
-      ctx: stack.ctx,
-      logger: createLogger({ level: 'silent', name: 'test' }),
-      intervalMs: 60_000,
-      batchSize: 1000,
-    });
-    // One run: every expired row, 1,000 at most per statement (the last batch finds fewer and ends the run).
-    expect(await purge.runOnce()).toEqual({ deleted: total, batches: Math.floor(total / 1000) + 1 });
-    expect(await purge.runOnce()).toEqual({ deleted: 0, batches: 1 });
-    for (const key of old) expect(await keyRows(key)).toEqual([]);
-    expect(await keyRows(live)).toHaveLength(1);
+  it('holds across midnight UTC: a key first sent a second before is replayed a second after, from the day before', async () => {
+    // Tonight's: the migration made today's and tomorrow's partitions.
+    const midnight = addPeriods(periodStart(new Date(), 'day'), 'day', 1).getTime();
+    clock.set(midnight - 1000);
+    const key = newKey();
+    const name = `Midnight ${key}`;
+    const send = () => operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    const first = await send();
+    expect(first.status).toBe(200);
+    clock.set(midnight + 1000);
+    await expectReplay(first, send);
+    expect(await accountsNamed(name)).toHaveLength(1);
+    // The row lies in the partition of the day before (today's, or the legacy one that ends tonight), and the
+    // repeat after midnight found it there.
+    const tomorrow = partitionName('idempotency_keys', new Date(midnight), 'day');
+    expect((await readPartitions(stack.ctx.db)).map((p) => p.name)).toContain(tomorrow);
+    const [placed] = await partitionOfKey(key);
+    expect(placed!.partition).not.toBe(tomorrow);
+    expect(placed!.partition).not.toBe('idempotency_keys_default');
+    clock.set(Date.now());
   });
 
-  it('a purge stopped mid-run ends after the batch in hand', async () => {
-    const at = clock.now().toISOString();
-    await stack.ctx.db.execute(sql`
-      insert into ${idempotencyKeys} (scope, key, request_hash, method, path, state, claim_token, started_at,
-        locked_until, expires_at)
-      select 'key:stop', 'k-' || g, 'h', 'POST', '/v1/x', 'DONE', 't', ${at}::timestamptz, ${at}::timestamptz,
-        ${at}::timestamptz
-      from generate_series(1, 50) g`);
-    const purge = createIdempotencyPurge({
-      ctx: stack.ctx,
-      logger: createLogger({ level: 'silent', name: 'test' }),
-      intervalMs: 60_000,
-      batchSize: 10,
-      batchPauseMs: 60_000,
-    });
-    const running = purge.runOnce();
-    // The first batch is deleted, then the run pauses a minute before the next: stopping ends it there.
-    await eventually(
-      async () =>
-        (
-          await stack.ctx.db.execute(
-            sql`select count(*)::int as n from ${idempotencyKeys} where scope = 'key:stop'`,
-          )
-        )[0]!.n as number,
-      (n) => n === 40,
-    );
-    await purge.stop();
-    expect(await running).toEqual({ deleted: 10, batches: 1 });
+  it('one claim wins among 20 at once, across two days of rows, and the others are told it runs or replay it', async () => {
+    // The key's row of yesterday expired; 20 repeats at once race to claim it today: one runs.
+    const key = newKey();
+    const name = `Race ${key}`;
+    const send = () => operator().post('/admin/v1/accounts', { name, plan: 'GROWTH' }, withKey(key));
+    const first = await send();
+    expect(first.status).toBe(200);
+    clock.advance(24 * 3600_000 + 1000);
+    const answers = await Promise.all(Array.from({ length: 20 }, send));
+    const fresh = answers.filter((r) => r.status === 200 && r.headers.get('idempotent-replayed') === null);
+    expect(fresh).toHaveLength(1);
+    for (const r of answers.filter((r) => r !== fresh[0])) {
+      expect([200, 409]).toContain(r.status);
+      if (r.status === 200) expect(r.body).toEqual(fresh[0]!.body);
+    }
+    expect(await accountsNamed(name)).toHaveLength(2);
+    clock.set(Date.now());
+  });
+
+  it('leaves expired keys to the worker, which drops their day whole once all of it has expired', async () => {
+    const key = newKey();
+    const sent = await operator().post('/admin/v1/accounts', { name: key, plan: 'GROWTH' }, withKey(key));
+    expect(sent.status).toBe(200);
+    const [row] = await keyRows(key);
+    const [{ partition: day } = { partition: '' }] = await partitionOfKey(key);
+    expect(day).toMatch(/^idempotency_keys_(legacy|\d{8})$/);
+    const sqlClient = postgres(stack.dbUrl, { max: 1, onnotice: () => {} });
+    try {
+      // The day after its own, the key still lives: its day stays.
+      const endOfDay = addPeriods(periodStart(row!.startedAt, 'day'), 'day', 1);
+      const early = await maintainPartitions(
+        sqlClient,
+        new Date(endOfDay.getTime() + 3600_000),
+        DEFAULT_RETENTION,
+      );
+      expect(early!.dropped).not.toContain(day);
+      expect(await keyRows(key)).toHaveLength(1);
+      // 24 h after its day ended, every key of it has expired: the day goes, with no DELETE.
+      const late = await maintainPartitions(
+        sqlClient,
+        new Date(endOfDay.getTime() + 86_400_000),
+        DEFAULT_RETENTION,
+      );
+      expect(late!.dropped).toContain(day);
+      expect(late!.failed).toEqual([]);
+      expect(await keyRows(key)).toEqual([]);
+    } finally {
+      await sqlClient.end();
+    }
   });
 });

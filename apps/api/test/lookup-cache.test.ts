@@ -1,5 +1,6 @@
 import { createLogger } from '@stampcard/config';
 import { memoryCache } from '@stampcard/core';
+import { duplicateRedis } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { client, expectErrorShape, inProcess } from '../../../test/support/client';
@@ -13,7 +14,7 @@ const stack = useTestStack({ worker: false });
 /** A second API process: its own cache (trusting entries for a minute), the same Redis channel. */
 async function secondApi() {
   const cache = await sharedLookupCache({
-    redis: stack.redis.duplicate(),
+    redis: duplicateRedis(stack.redis),
     prefix: stack.prefix,
     logger: createLogger({ level: 'silent', name: 'second-api' }),
     ttlMs: 60_000,

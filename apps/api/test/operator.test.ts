@@ -2,7 +2,7 @@ import { accounts, apiKeys, campaigns, events, rewards, users } from '@stampcard
 import { QUEUE_NAMES } from '@stampcard/jobs';
 import { and, count, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { client, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
+import { client, eventually, expectErrorShape, inProcess, type Reply } from '../../../test/support/client';
 import { uniqueEmail as email, expectValidation, ok, operatorKit, uid } from '../../../test/support/operator';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
@@ -850,9 +850,12 @@ describe('queues', () => {
       rewardId: reward.id,
     });
     expect(act.status).toBe(200);
-    const after = ok(await op.get('/admin/v1/queues')).queues.find(
-      (x: { name: string }) => x.name === 'loyalty-action-batches',
-    );
+    // Queued right after the answer (which waits for the COMMIT only).
+    const batches = async () =>
+      ok(await op.get('/admin/v1/queues')).queues.find(
+        (x: { name: string }) => x.name === 'loyalty-action-batches',
+      );
+    const after = await eventually(batches, (b) => b.waiting > q.waiting);
     expect(after.waiting).toBe(q.waiting + 1);
   });
 });

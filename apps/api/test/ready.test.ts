@@ -93,6 +93,14 @@ describe('/ready', () => {
       expect(body.checks).toEqual({ postgres: 'down', redis: 'ok' });
     }
     expect(pool.executes() - before).toBeLessThanOrEqual(2);
+    // /readyz shares the check: without PostgreSQL the API cannot serve, 503 with the same checks.
+    const servable = await fetch(`${base}/readyz`);
+    const refused = expectErrorShape(
+      { status: servable.status, body: await servable.json(), headers: servable.headers },
+      503,
+      'UNAVAILABLE',
+    );
+    expect(refused.checks).toEqual({ postgres: 'down', redis: 'ok' });
     proxy.thaw();
   });
 });

@@ -5,6 +5,7 @@ import {
   loadDeliveries,
   microBatch,
   recordSuccesses,
+  type Scheduled,
   type SkippedDelivery,
   type Success,
 } from '@stampcard/core';
@@ -12,8 +13,11 @@ import {
 export type DeliveryBatching = {
   /** The message of one job, read with those of the other jobs starting in the same moment. */
   load(request: DeliveryRequest): Promise<Delivery | SkippedDelivery>;
-  /** One plain success, written with those of the other deliveries finishing in the same moment. */
-  writeSuccess(success: Success): Promise<void>;
+  /**
+   * One plain success, written with those of the other deliveries finishing in the same moment. Answers the
+   * messages its write made due (the next ordered message of its participant), to schedule.
+   */
+  writeSuccess(success: Success): Promise<Scheduled[]>;
 };
 
 /**
@@ -43,12 +47,17 @@ export function createDeliveryBatching(
     ...opts,
     run: (requests) => loadDeliveries(ctx, requests),
   });
-  const successes = microBatch<Success, void>({
+  const successes = microBatch<Success, Scheduled[]>({
     ...opts,
     retryAlone: true,
     run: async (list) => {
-      await recordSuccesses(ctx, list);
-      return list.map(() => undefined);
+      // Each made-due message goes back to the success of its participant, to be scheduled once.
+      const released = await recordSuccesses(ctx, list);
+      const byKey = new Map(released.map((r) => [`${r.endpointId}\n${r.participantId}`, r]));
+      return list.map((x) => {
+        const next = x.orderedParticipantId && byKey.get(`${x.endpointId}\n${x.orderedParticipantId}`);
+        return next ? [next] : [];
+      });
     },
   });
   return {

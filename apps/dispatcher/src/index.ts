@@ -1,8 +1,14 @@
 import type { Env, Logger } from '@stampcard/config';
 import type { Ctx } from '@stampcard/core';
-import { enqueueCommitted, type Processors, type Queues, startConsumers } from '@stampcard/jobs';
+import {
+  enqueueCommitted,
+  type Processors,
+  type Queues,
+  type RedisClient,
+  startConsumers,
+} from '@stampcard/jobs';
+import type { DeliveryMetrics } from '@stampcard/telemetry';
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { runBacklog } from './processors/backlog';
@@ -22,7 +28,7 @@ export type DispatcherOptions = {
    * @defaultValue `afterCommit`: `enqueueCommitted` on `queues`
    */
   ctx: Ctx;
-  connection: Redis;
+  connection: RedisClient;
   queues: Queues;
   prefix: string;
   logger: Logger;
@@ -109,6 +115,11 @@ export type DispatcherOptions = {
    * @defaultValue `WORKER_LOCK_MS`'s: 10000
    */
   lockMs: number;
+  /**
+   * What the dispatcher counts of its attempts, into its process's metrics.
+   * @defaultValue none
+   */
+  metrics?: DeliveryMetrics;
 };
 
 /** The options the configuration sets, each from one variable (the one place its default is). */
@@ -185,6 +196,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
       disableAfterMs: opts.disableAfterMs,
       throttle: { floorMs: opts.throttleFloorMs, freeThrottles: opts.freeThrottles },
     },
+    metrics: opts.metrics,
   };
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '@stampcard/jobs';
 
 /**
  * One round trip decides whether an endpoint may be called now, for every dispatcher process at once:
@@ -33,7 +33,7 @@ redis.call('SET', KEYS[1], '1', 'PX', ms)
 return ms
 `;
 
-type GateRedis = Redis & {
+type GateRedis = RedisClient & {
   stampcardGate(rateKey: string, pauseKey: string, intervalMs: number): Promise<number>;
   stampcardPause(pauseKey: string, ms: number): Promise<number>;
 };
@@ -52,17 +52,18 @@ export type EndpointGate = {
 const PAUSE_CACHE_MS = 250;
 
 /**
- * The shared per-endpoint gate, in Redis under `<prefix>:webhooks:…`. An endpoint without a rate limit only
+ * The shared per-endpoint gate, in Redis under `<prefix>:webhooks:{<endpointId>}:…`. An endpoint without a rate limit only
  * needs its pause, which is read at most every 250 ms per process: a pause set by another dispatcher is seen
  * that much later at most, and the common delivery makes no Redis round trip for it.
  */
-export function createEndpointGate(redis: Redis, prefix: string): EndpointGate {
+export function createEndpointGate(redis: RedisClient, prefix: string): EndpointGate {
   const r = redis as GateRedis;
   if (typeof r.stampcardGate !== 'function') {
     redis.defineCommand('stampcardGate', { numberOfKeys: 2, lua: GATE });
     redis.defineCommand('stampcardPause', { numberOfKeys: 1, lua: PAUSE });
   }
-  const key = (kind: string, id: string) => `${prefix}:webhooks:${kind}:${id}`;
+  // An endpoint's keys share a hash tag (its id): one slot on a Redis Cluster, for one script.
+  const key = (kind: string, id: string) => `${prefix}:webhooks:{${id}}:${kind}`;
   const pauses = new Map<string, { until: number; readAt: number }>();
   // Pauses only ever grow (see PAUSE): a read that left before a pause was set must not cut what is known.
   const remember = (id: string, ms: number) => {

@@ -1,6 +1,6 @@
 import { fanOutEvents } from '@stampcard/core';
-import { webhookMessages } from '@stampcard/db';
-import { and, eq, sql } from 'drizzle-orm';
+import { webhookMessages, webhookSequences } from '@stampcard/db';
+import { and, count, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, expectErrorShape, overHttp } from '../../../test/support/client';
 import { refusals } from '../../../test/support/refused';
@@ -102,11 +102,23 @@ describe('an endpoint with a large backlog, under a 200 ms statement timeout', (
     expect(await messageCounts(stack, ep.id)).toEqual({});
   });
 
-  it('discarding, then deleting, 50,000 messages: each in batches under a 200 ms statement timeout', {
+  it('discarding, then deleting, 50,000 messages and sequence counters: each in batches under a 200 ms statement timeout', {
     timeout: 150_000,
   }, async () => {
     const total = 50_000;
     const ep = await heldEndpoint(stack, total);
+    // As many participants' sequence counters as it has messages: they go in batches too.
+    await stack.ctx.db.execute(sql`
+      insert into ${webhookSequences} (endpoint_id, participant_id, last)
+      select ${ep.id}, 'prt_held_' || n, n from generate_series(1, ${total}) as n`);
+    const counters = async () =>
+      (
+        await stack.ctx.db
+          .select({ n: count() })
+          .from(webhookSequences)
+          .where(eq(webhookSequences.endpointId, ep.id))
+      )[0]!.n;
+    expect(await counters()).toBe(total);
     if (!stack.dispatcher) stack.startDispatcher();
     const op = operator();
     const discard = await op.post(`${endpointPath(ep.id)}/discard-pending`);
@@ -129,6 +141,7 @@ describe('an endpoint with a large backlog, under a 200 ms statement timeout', (
       60_000,
     );
     expect(await messageCounts(stack, ep.id)).toEqual({});
+    expect(await counters()).toBe(0);
   });
 
   it('a batch that runs into the statement timeout is run again at half the size, in the request and in the jobs', {

@@ -1,6 +1,6 @@
 import { runBacklogStep } from '@stampcard/core';
 import { webhookMessages } from '@stampcard/db';
-import { JOBS, type JobPayload } from '@stampcard/jobs';
+import { JOBS, type JobPayload, queuePrefix } from '@stampcard/jobs';
 import { Queue } from 'bullmq';
 import { and, eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -30,7 +30,11 @@ async function onQueue<T>(
   name: 'webhook-backlog.run' | 'webhook-message-batch.deliver',
   use: (q: Queue) => Promise<T>,
 ) {
-  const q = new Queue(JOBS[name].queue, { connection: stack.redis, prefix: stack.prefix });
+  const queue = JOBS[name].queue;
+  const q = new Queue(queue, {
+    connection: stack.redis,
+    prefix: queuePrefix(stack.prefix, queue, stack.redis),
+  });
   try {
     return await use(q);
   } finally {

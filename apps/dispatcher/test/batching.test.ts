@@ -1,6 +1,14 @@
-import { type Ctx, fanOutEvents, loadDeliveries, newId, recordEvents, systemClock } from '@stampcard/core';
+import {
+  type Ctx,
+  fanOutEvents,
+  loadDeliveries,
+  newId,
+  recordAttempt,
+  recordEvents,
+  systemClock,
+} from '@stampcard/core';
 import { events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { eq, inArray } from 'drizzle-orm';
+import { eq, inArray, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
@@ -15,6 +23,7 @@ async function endpointWithMessages(ctx: Ctx, n: number) {
   const endpointId = newId('webhookEndpoint');
   await ctx.db.insert(webhookEndpoints).values({
     id: endpointId,
+    accountId: w.account.id,
     campaignId: w.campaign.id,
     url: 'http://127.0.0.1:9/hook',
     kind: 'NOTIFY',
@@ -35,15 +44,20 @@ async function endpointWithMessages(ctx: Ctx, n: number) {
       nextAttemptAt: now,
       createdAt: now,
       updatedAt: now,
+      eventAt: MADE_AT,
     })),
   );
   return { endpointId, ids };
 }
 
+/** When the test's messages were made: their partition key. */
+const MADE_AT = new Date();
+
 const success = (messageId: string, endpointId: string) => ({
   id: newId('delivery'),
   messageId,
   generation: 0,
+  eventAt: MADE_AT,
   endpointId,
   attemptedAt: new Date(),
   statusCode: 204,
@@ -105,11 +119,10 @@ describe('delivery batching', () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId, ids } = await endpointWithMessages(ctx, 3);
     const batching = createDeliveryBatching(ctx);
-    // Two successes carrying the same attempt id: the batch's one statement breaks the attempts' primary key.
-    const clash = success(ids[0]!, endpointId);
+    // One success whose status code no integer column holds: the batch's one statement fails on it.
     const results = await Promise.allSettled([
-      batching.writeSuccess(clash),
-      batching.writeSuccess({ ...success(ids[1]!, endpointId), id: clash.id }),
+      batching.writeSuccess(success(ids[0]!, endpointId)),
+      batching.writeSuccess({ ...success(ids[1]!, endpointId), statusCode: 3_000_000_000 }),
       batching.writeSuccess(success(ids[2]!, endpointId)),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual(['fulfilled', 'fulfilled', 'rejected']);
@@ -117,9 +130,58 @@ describe('delivery batching', () => {
       .select({ id: webhookMessages.id, status: webhookMessages.status })
       .from(webhookMessages)
       .where(eq(webhookMessages.endpointId, endpointId));
-    // The one that kept the id and the one without a clash are recorded; the other is still PENDING, for a retry.
-    expect(rows.filter((r) => r.status === 'SUCCEEDED').map((r) => r.id)).toContain(ids[2]);
+    // The two others are recorded; the one at fault is still PENDING, for a retry.
+    expect(rows.find((r) => r.id === ids[1])!.status).toBe('PENDING');
     expect(rows.map((r) => r.status).sort()).toEqual(['PENDING', 'SUCCEEDED', 'SUCCEEDED']);
+  });
+
+  it('a message made before partitioning (event_at -infinity, an id without its time) loads, fails and succeeds', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 2);
+    await ctx.db.execute(
+      sql`update ${webhookMessages} set event_at = '-infinity' where endpoint_id = ${endpointId}`,
+    );
+    const batching = createDeliveryBatching(ctx);
+    const [first, second] = await Promise.all(
+      ids.map((messageId) => batching.load({ messageId, generation: 0 })),
+    );
+    if (!first || 'skip' in first || !second || 'skip' in second) throw new Error('not loaded');
+    expect(Number.isNaN(first.message.eventAt.getTime())).toBe(true);
+    // A failure is recorded in its transaction, a success in the batch statement.
+    const failed = await recordAttempt(
+      ctx,
+      first,
+      {
+        attemptedAt: new Date(),
+        statusCode: 500,
+        latencyMs: 4,
+        responseExcerpt: 'no',
+        errorClass: null,
+        retryAfter: null,
+      },
+      {
+        schedule: [1000],
+        disableAfterMs: 5 * 86_400_000,
+        throttle: { floorMs: 1000, freeThrottles: 10 },
+        random: 0.5,
+      },
+    );
+    expect(failed.next).toBe('RETRY');
+    await batching.writeSuccess({
+      ...success(second.message.id, endpointId),
+      eventAt: second.message.eventAt,
+    });
+    const rows = await ctx.db
+      .select({ id: webhookMessages.id, status: webhookMessages.status, attempts: webhookMessages.attempts })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.endpointId, endpointId));
+    expect(rows.find((r) => r.id === first.message.id)).toMatchObject({ status: 'PENDING', attempts: 1 });
+    expect(rows.find((r) => r.id === second.message.id)).toMatchObject({ status: 'SUCCEEDED', attempts: 1 });
+    const attempts = await ctx.db
+      .select()
+      .from(webhookAttempts)
+      .where(eq(webhookAttempts.endpointId, endpointId));
+    expect(attempts.map((a) => a.succeeded).sort()).toEqual([false, true]);
   });
 
   it('fan-out makes one message per wanting endpoint in one statement, and fanning out again makes none', async () => {
@@ -133,6 +195,7 @@ describe('delivery batching', () => {
     const now = new Date();
     await ctx.db.insert(webhookEndpoints).values({
       id: picky,
+      accountId: endpoint!.accountId,
       campaignId: endpoint!.campaignId,
       url: 'http://127.0.0.1:9/picky',
       kind: 'NOTIFY',
@@ -172,17 +235,17 @@ describe('delivery batching', () => {
     expect(idOf(first!, picky)).toBeDefined();
     // The disabled endpoint's messages are made and kept, but not scheduled.
     expect(out.scheduled).toEqual([
-      { messageId: idOf(first!, endpointId), generation: 0, endpointId },
-      { messageId: idOf(second!, endpointId), generation: 0, endpointId },
+      { messageId: idOf(first!, endpointId), generation: 0, endpointId, eventId: first },
+      { messageId: idOf(second!, endpointId), generation: 0, endpointId, eventId: second },
     ]);
-    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 0, scheduled: [] });
+    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 0, scheduled: [], deferred: [] });
     // Fanned out again from scratch (as if marking them dispatched had been lost), the events find the same
     // messages: the ids derive from event and endpoint.
     await ctx.db
       .update(events)
       .set({ dispatchedAt: null })
       .where(inArray(events.id, [first!, second!]));
-    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 2, scheduled: [] });
+    expect(await fanOutEvents(ctx, [first!, second!])).toEqual({ events: 2, scheduled: [], deferred: [] });
     expect((await messages()).map((m) => m.id).sort()).toEqual(made.map((m) => m.id).sort());
   });
 });

@@ -29,8 +29,7 @@ describe('a dispatcher killed mid-delivery', () => {
         cwd: ROOT,
         env: {
           ...process.env,
-          DATABASE_URL: stack.dbUrl,
-          QUEUE_PREFIX: stack.prefix,
+          ...stack.storeEnv,
           WORKER_LOCK_MS: String(LOCK_MS),
           WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
           WEBHOOK_TIMEOUT_MS: '600000',

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
+import { uniqueEmail } from '../../../test/support/factories';
 import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import { goalWorld, messagesOf, operator, registerEndpoint } from '../../../test/support/webhooks';
@@ -45,6 +46,40 @@ describe('delivery', () => {
       expect(m.attemptLog).toHaveLength(1);
       expect(m.attemptLog[0]).toMatchObject({ statusCode: 200, succeeded: true, responseExcerpt: 'ok' });
     }
+  });
+
+  it('numbers a participant’s messages 1, 2, 3… in `webhook-sequence`, as its messages show; a test message has none', async () => {
+    const rx = await receiver();
+    const w = await goalWorld(stack);
+    const ep = await registerEndpoint(stack, w.campaign.id, { url: rx.url });
+    const email = uniqueEmail();
+    await w.act(email);
+    await w.act(email);
+    await w.act(email);
+    await w.act(); // someone else: numbered apart
+    const test = await operator(stack).post(`/admin/v1/webhook-endpoints/${ep.id}/test`, {});
+    expect(test.status, JSON.stringify(test.body)).toBeLessThan(300);
+    const got = await rx.waitFor(11);
+    const sent = new Map(got.map((r) => [r.headers['webhook-id'], r.headers['webhook-sequence']]));
+    const messages = await eventually(
+      () => messagesOf(stack, ep.id),
+      (ms) => ms.length === 11 && ms.every((m) => m.status === 'SUCCEEDED'),
+    );
+    const byParticipant = new Map<string, number[]>();
+    for (const m of messages)
+      if (m.participantId)
+        byParticipant.set(m.participantId, [...(byParticipant.get(m.participantId) ?? []), m.sequence]);
+    const numbers = [...byParticipant.values()]
+      .map((ns) => ns.sort((a, b) => a - b))
+      .sort((a, b) => b.length - a.length);
+    expect(numbers).toEqual([
+      [1, 2, 3, 4, 5, 6, 7],
+      [1, 2, 3],
+    ]);
+    for (const m of messages) if (m.sequence !== null) expect(sent.get(m.id)).toBe(String(m.sequence));
+    const testMessage = messages.find((m) => m.eventType === 'WEBHOOK_TEST');
+    expect(testMessage).toMatchObject({ participantId: null, sequence: null });
+    expect(sent.get(testMessage.id)).toBeUndefined();
   });
 
   it('an endpoint gets only the event types it asked for', async () => {

@@ -1,6 +1,7 @@
 import { createLogger, loadConfig } from '@stampcard/config';
 import { createDb } from '@stampcard/db';
 import { dispatcherSettings, startDispatcher } from '@stampcard/dispatcher';
+import { duplicateRedis } from '@stampcard/jobs';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { useReceivers } from '../../../test/support/receiver';
@@ -57,7 +58,7 @@ describe('fairness and throttling', () => {
     const ep = await registerEndpoint(stack, w.campaign.id, { url: rx.url, rateLimit: 5 });
     // A second dispatcher: its own pool, Redis connection, workers and in-flight slots; the same queue prefix.
     const pool = createDb(stack.dbUrl, { max: 4 });
-    const connection = stack.redis.duplicate({ maxRetriesPerRequest: null });
+    const connection = duplicateRedis(stack.redis, { maxRetriesPerRequest: null });
     const second = startDispatcher({
       ctx: { db: pool.db, clock: stack.ctx.clock },
       connection,

@@ -1,6 +1,7 @@
 import { ATTEMPT_LOG_KEEP } from '@stampcard/core';
 import { events, webhookAttempts, webhookEndpoints } from '@stampcard/db';
 import { createEndpointGate } from '@stampcard/dispatcher';
+import { duplicateRedis } from '@stampcard/jobs';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
@@ -36,7 +37,7 @@ const attemptRows = (messageId: string) =>
 describe('the endpoint gate', () => {
   it('a pause only grows: a shorter one set later does not cut it, in this process or another', async () => {
     const prefix = `${stack.prefix}:gate`;
-    const other = stack.redis.duplicate();
+    const other = duplicateRedis(stack.redis);
     try {
       const here = createEndpointGate(stack.redis, prefix);
       const there = createEndpointGate(other, prefix);
@@ -44,7 +45,7 @@ describe('the endpoint gate', () => {
       await there.pause('ep_1', 100);
       await here.pause('ep_1', 100);
       for (const gate of [here, there]) expect(await gate.wait('ep_1', null)).toBeGreaterThan(4000);
-      expect(await stack.redis.pttl(`${prefix}:webhooks:pause:ep_1`)).toBeGreaterThan(4000);
+      expect(await stack.redis.pttl(`${prefix}:webhooks:{ep_1}:pause`)).toBeGreaterThan(4000);
       expect(await here.wait('ep_2', null)).toBe(0);
     } finally {
       other.disconnect();

@@ -1,4 +1,5 @@
 import { type AppliedAction, microBatch } from '@stampcard/core';
+import { contextOf, currentTraceparent } from '@stampcard/telemetry';
 
 export type BatcherOptions = {
   /** Applies a batch in one transaction; answers the actions it applied (skipped ones are absent). */
@@ -41,3 +42,27 @@ export function createActionBatcher(opts: BatcherOptions) {
 }
 
 export type ActionBatcher = ReturnType<typeof createActionBatcher>;
+
+/**
+ * With tracing on: the `traceparent` of each action being applied in a span of its request's trace (from
+ * `begin`, inside that span, to `end`), so that its events' fan-out is handed on in the same trace.
+ */
+export type ActionTraces = {
+  begin(actionId: string): void;
+  end(actionId: string): void;
+  get(actionId: string): string | undefined;
+  parentOf(traceparent: string): ReturnType<typeof contextOf>;
+};
+
+export function actionTraces(): ActionTraces {
+  const spans = new Map<string, string>();
+  return {
+    begin: (id) => {
+      const traceparent = currentTraceparent();
+      if (traceparent) spans.set(id, traceparent);
+    },
+    end: (id) => void spans.delete(id),
+    get: (id) => spans.get(id),
+    parentOf: contextOf,
+  };
+}

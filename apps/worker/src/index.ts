@@ -1,26 +1,31 @@
 import type { Logger } from '@stampcard/config';
-import { applyActions, type Ctx } from '@stampcard/core';
+import { type AppliedAction, applyActions, type Created, type Ctx } from '@stampcard/core';
+import { DEFAULT_RETENTION, type RetentionPolicy } from '@stampcard/db';
 import {
   appliedChannel,
   enqueueCommitted,
   type Processors,
   type Queues,
+  type RedisClient,
   startConsumers,
 } from '@stampcard/jobs';
+import type { ApplyMetrics } from '@stampcard/telemetry';
 import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { createActionBatcher } from './batcher';
-import { createIdempotencyPurge } from './idempotency-purge';
+import type postgres from 'postgres';
+import { actionTraces, createActionBatcher } from './batcher';
+import { createPartitionMaintenance } from './partition-maintenance';
 import { applyLoyaltyAction } from './processors/apply-loyalty-action';
 import { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 import { runErasure } from './processors/run-erasure';
+import { runImport } from './processors/run-import';
 import { createRelay } from './relay';
 
 export { type ActionBatcher, createActionBatcher } from './batcher';
-export { createIdempotencyPurge } from './idempotency-purge';
+export { createPartitionMaintenance } from './partition-maintenance';
 export { applyLoyaltyAction } from './processors/apply-loyalty-action';
 export { applyLoyaltyActions } from './processors/apply-loyalty-actions';
 export { runErasure } from './processors/run-erasure';
+export { runImport } from './processors/run-import';
 export { createRelay } from './relay';
 
 export type WorkerOptions = {
@@ -30,9 +35,17 @@ export type WorkerOptions = {
    * @defaultValue `afterCommit`: `enqueueCommitted` on `queues`
    */
   ctx: Ctx;
-  connection: Redis;
+  /** The driver behind `ctx.db`: partition maintenance takes a connection of its own from it. */
+  sql: postgres.Sql;
+  connection: RedisClient;
   queues: Queues;
   prefix: string;
+  /**
+   * `QUEUE_SHARDS`: the shards of the sharded queues (`loyalty-action-batches`), each taken by a BullMQ worker of
+   * its own. Every process of a deployment must have the same.
+   * @defaultValue 1
+   */
+  queueShards?: number;
   logger: Logger;
   /**
    * Jobs held at once: more than a batch, so that jobs keep arriving while batches commit.
@@ -41,7 +54,7 @@ export type WorkerOptions = {
   concurrency?: number;
   /**
    * Most actions applied in one transaction.
-   * @defaultValue 64
+   * @defaultValue 128
    */
   batchSize?: number;
   /**
@@ -60,16 +73,23 @@ export type WorkerOptions = {
    */
   relayGraceMs?: number;
   /**
-   * Start the relay timer, and the purge of expired `Idempotency-Key` answers with it.
+   * Start the relay timer, and with it the partition maintenance.
    * @defaultValue true
    */
   relay?: boolean;
   /**
-   * Pause between purges of expired `Idempotency-Key` answers, in ms (each deletes every expired row, in
-   * batches of 1000).
-   * @defaultValue 60000
+   * How long each kind of row is kept, in ms: events and their messages, delivery attempts, the audit log
+   * (`EVENT_RETENTION_DAYS`, `ATTEMPT_RETENTION_DAYS`, `AUDIT_RETENTION_DAYS`), `Idempotency-Key` answers
+   * (their 24 h). A partition all of which is older is dropped by the partition maintenance, which runs with
+   * the relay.
+   * @defaultValue 90, 30 and 365 days; 24 h
    */
-  idempotencyPurgeIntervalMs?: number;
+  retention?: RetentionPolicy;
+  /**
+   * Pause between partition maintenance runs, in ms.
+   * @defaultValue 3600000
+   */
+  partitionMaintenanceIntervalMs?: number;
   /**
    * Job lock, in ms. A live worker renews it every half of this; the jobs of a worker that died (`kill -9`)
    * are found by another worker's stalled-job check, which runs every half of this too, so they are
@@ -78,6 +98,11 @@ export type WorkerOptions = {
    * @defaultValue 10000
    */
   lockMs?: number;
+  /**
+   * What the worker counts of the actions it applies, into its process's metrics.
+   * @defaultValue none
+   */
+  metrics?: ApplyMetrics;
 };
 
 export type StampcardWorker = {
@@ -87,7 +112,8 @@ export type StampcardWorker = {
   isRunning(): boolean;
   relay: ReturnType<typeof createRelay>;
   /** Deletes expired `Idempotency-Key` answers; `runOnce()` answers how many, in how many batches. */
-  idempotencyPurge: ReturnType<typeof createIdempotencyPurge>;
+  /** Makes partitions ahead and drops those past retention; `runOnce()` answers what it did (null: another worker's turn). */
+  partitionMaintenance: ReturnType<typeof createPartitionMaintenance>;
   /** Stops taking jobs, finishes the ones in hand, stops the relay and the purge. */
   close(): Promise<void>;
 };
@@ -99,19 +125,41 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     ctx: { afterCommit: enqueueCommitted(options.queues, options.logger), ...options.ctx },
   };
   const concurrency = opts.concurrency ?? 256;
+  const traces = actionTraces();
+  // Counted, then the `?wait=true` requests of the batch woken (they read the ledger again every second anyway).
+  const announce = async (applied: AppliedAction[]) => {
+    opts.metrics?.applied(applied, opts.ctx.clock.now());
+    if (applied.length === 0) return;
+    await opts.connection
+      .publish(appliedChannel(opts.prefix), applied.map((a) => a.id).join(','))
+      .catch((err) => opts.logger.warn({ err }, 'applied actions not announced'));
+  };
+  const handOffTraced = enqueueCommitted(options.queues, options.logger);
   const batcher = createActionBatcher({
     apply: async (ids) => {
-      // Once the batch committed, its events went to the dispatcher (the ctx's `afterCommit`).
-      const applied = await applyActions(opts.ctx, ids);
-      // Wake the `?wait=true` requests of this batch (they read the ledger again at least every second anyway).
-      if (applied.length > 0) {
-        await opts.connection
-          .publish(appliedChannel(opts.prefix), applied.map((a) => a.id).join(','))
-          .catch((err) => opts.logger.warn({ err }, 'applied actions not announced'));
+      // Once the batch committed, its events go to the dispatcher: through the ctx's `afterCommit`, or, when an
+      // action of the batch is traced, here, each event with its action's `traceparent`.
+      if (!ids.some((id) => traces.get(id))) {
+        const applied = await applyActions(opts.ctx, ids);
+        await announce(applied);
+        return applied;
       }
+      const created: Created[] = [];
+      const applied = await applyActions(
+        { ...opts.ctx, afterCommit: async (c) => void created.push(c) },
+        ids,
+      );
+      const events = new Map<string, string>();
+      for (const a of applied) {
+        const traceparent = traces.get(a.id);
+        if (traceparent) for (const id of a.eventIds ?? []) events.set(id, traceparent);
+      }
+      for (const c of created) await handOffTraced(c, events);
+      await announce(applied);
       return applied;
     },
-    maxSize: Math.min(opts.batchSize ?? 64, concurrency),
+
+    maxSize: Math.min(opts.batchSize ?? 128, concurrency),
     maxWaitMs: opts.batchWaitMs ?? 2,
     onBatchError: (err, size) =>
       opts.logger.warn({ err, size }, 'batch failed; applying its actions one by one'),
@@ -119,20 +167,24 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
   // The worker is built from the map: a worker job added to the catalog without a processor does not compile.
   const processors: Processors<'worker'> = {
     'loyalty-action.apply': applyLoyaltyAction(batcher),
-    'loyalty-action-batch.apply': applyLoyaltyActions(batcher),
+    'loyalty-action-batch.apply': applyLoyaltyActions(batcher, traces),
     'participant-erasure.run': runErasure(opts.ctx, opts.logger),
+    'participant-import.run': runImport(opts.ctx, opts.logger),
   };
   const workers = startConsumers({
     consumer: 'worker',
     processors,
     connection: opts.connection,
     prefix: opts.prefix,
+    shards: opts.queueShards,
     concurrency,
     // A job of the batch queue holds up to 64 actions: a quarter as many jobs hold as many actions and more.
-    // Erasures: one batch at a time per worker, so a deletion spree never takes the pool from actions.
+    // Erasures and imports: one batch at a time per worker, so a deletion spree or a big import never takes
+    // the pool from actions.
     queueConcurrency: {
       'loyalty-action-batches': Math.max(1, Math.ceil(concurrency / 4)),
       'participant-erasures': 1,
+      'participant-imports': 1,
     },
     lockMs: opts.lockMs ?? 10_000,
     onFailed: (job, err) =>
@@ -146,22 +198,24 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     graceMs: opts.relayGraceMs ?? 10_000,
     intervalMs: opts.relayIntervalMs ?? 5000,
   });
-  const idempotencyPurge = createIdempotencyPurge({
+  const partitionMaintenance = createPartitionMaintenance({
     ctx: opts.ctx,
+    sql: opts.sql,
     logger: opts.logger,
-    intervalMs: opts.idempotencyPurgeIntervalMs ?? 60_000,
+    policy: opts.retention ?? DEFAULT_RETENTION,
+    intervalMs: opts.partitionMaintenanceIntervalMs ?? 3_600_000,
   });
   if (opts.relay !== false) {
     relay.start();
-    idempotencyPurge.start();
+    partitionMaintenance.start();
   }
   return {
     workers,
     isRunning: () => workers.every((w) => w.isRunning()),
     relay,
-    idempotencyPurge,
+    partitionMaintenance,
     close: async () => {
-      await Promise.all([relay.stop(), idempotencyPurge.stop()]);
+      await Promise.all([relay.stop(), partitionMaintenance.stop()]);
       await Promise.all(workers.map((w) => w.close()));
       await batcher.drain();
     },

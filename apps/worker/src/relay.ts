@@ -1,6 +1,13 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, findStaleQueuedActions, findStalledErasures } from '@stampcard/core';
-import { actionsInBatchJobs, ensureJobs, erasureJobId, periodic, type Queues } from '@stampcard/jobs';
+import { type Ctx, findStaleQueuedActions, findStalledErasures, findStalledImports } from '@stampcard/core';
+import {
+  actionsInBatchJobs,
+  ensureJobs,
+  erasureJobId,
+  importJobId,
+  periodic,
+  type Queues,
+} from '@stampcard/jobs';
 
 export type RelayOptions = {
   ctx: Ctx;
@@ -17,7 +24,7 @@ export type RelayOptions = {
  * still QUEUED after the grace period and makes sure each has a live job: missing (Redis lost its data, or
  * the API's enqueue failed) → added again; failed (retries exhausted) → retried. Erasures too: a RUNNING one
  * whose last batch is older than the grace period gets the job of its next batch (a worker died between a
- * batch's commit and the next job's enqueue, or the API's enqueue failed).
+ * batch's commit and the next job's enqueue, or the API's enqueue failed); imports under way the same.
  */
 export function createRelay(opts: RelayOptions) {
   async function sweep(): Promise<number> {
@@ -40,6 +47,7 @@ export function createRelay(opts: RelayOptions) {
     }
     // Its own failure is logged and never costs the actions' sweep its answer: the next sweep tries again.
     await resumeErasures().catch((err) => opts.logger.error({ err }, 'relay could not resume erasures'));
+    await resumeImports().catch((err) => opts.logger.error({ err }, 'relay could not resume imports'));
     return added;
   }
   async function resumeErasures() {
@@ -50,6 +58,15 @@ export function createRelay(opts: RelayOptions) {
       stalled.map((payload) => ({ payload, jobId: erasureJobId(payload) })),
     );
     if (added > 0) opts.logger.warn({ erasures: added }, 'relay resumed erasures');
+  }
+  async function resumeImports() {
+    const stalled = await findStalledImports(opts.ctx, opts.graceMs);
+    const { added } = await ensureJobs(
+      opts.queues,
+      'participant-import.run',
+      stalled.map((payload) => ({ payload, jobId: importJobId(payload) })),
+    );
+    if (added > 0) opts.logger.warn({ imports: added }, 'relay resumed imports');
   }
   // `runOnce()` answers how many actions a sweep put back.
   return periodic(sweep, opts.intervalMs, (err) => opts.logger.error({ err }, 'relay sweep failed'));

@@ -4,7 +4,9 @@ import {
   applyActions,
   type CampaignRow,
   type Ctx,
+  EARLIER_ACTIONS_MAX,
   manualClock,
+  newActionId,
   type ParticipantRow,
   serializeParticipant,
   serializeParticipantReward,
@@ -408,6 +410,71 @@ describe('outbox', () => {
 });
 
 describe('exactly once', () => {
+  it("applies a participant's earlier QUEUED actions first: the action that reaches the goal unlocks, whichever job comes first", async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
+    const [a, b] = [uniqueEmail('a'), uniqueEmail('b')];
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await accept(ctx, w.campaignRow, w.reward.id, a)).action.id);
+    const other = (await accept(ctx, w.campaignRow, w.reward.id, b)).action;
+
+    // The third action's job is taken first: it applies the two before it, in the order they were accepted.
+    const results = await applyActions(ctx, [ids[2]!]);
+    expect(results.map((r) => r.id)).toEqual(ids);
+    expect(unlockedAt(results)).toEqual([2]);
+    // Their own jobs come later and find nothing to do; another participant's action was left to its own.
+    expect(await applyActions(ctx, [ids[0]!, ids[1]!])).toEqual([]);
+    const [otherRow] = await db.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, other.id));
+    expect(otherRow!.status).toBe('QUEUED');
+    expect((await participantByEmail(w.campaign.id, a)).loyaltyActionCount).toBe(3);
+    const applied = (await eventsOf(w.campaign.id)).filter((e) => e.type === 'LOYALTY_ACTION_APPLIED');
+    expect(applied.map((e) => (e.data as { action: { id: string } }).action.id)).toEqual(ids);
+  });
+
+  it(`takes on at most EARLIER_ACTIONS_MAX (${EARLIER_ACTIONS_MAX}) earlier actions: the oldest, and the rest in their own batches`, async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 5000, isUnlimited: true } });
+    const { action: first } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
+    // A backlog of one participant: the first, then EARLIER_ACTIONS_MAX + 1 more, a millisecond apart.
+    const backlog = Array.from({ length: EARLIER_ACTIONS_MAX + 1 }, (_, i) => ({
+      id: newActionId(new Date(first.createdAt.getTime() + 1 + i)),
+      campaignId: w.campaign.id,
+      participantId: first.participantId,
+      rewardId: w.reward.id,
+      status: 'QUEUED' as const,
+      createdAt: new Date(first.createdAt.getTime() + 1 + i),
+    }));
+    await db.db.insert(loyaltyActions).values(backlog);
+    const ids = [first.id, ...backlog.map((a) => a.id)];
+    const last = ids.at(-1)!;
+
+    const results = await applyActions(ctx, [last]);
+    // The oldest EARLIER_ACTIONS_MAX, then its own: the one just before it is left to its own job.
+    expect(results.map((r) => r.id)).toEqual([...ids.slice(0, EARLIER_ACTIONS_MAX), last]);
+    const [left] = await db.db
+      .select()
+      .from(loyaltyActions)
+      .where(eq(loyaltyActions.id, ids.at(-2)!));
+    expect(left!.status).toBe('QUEUED');
+    expect(await applyActions(ctx, [ids.at(-2)!])).toHaveLength(1);
+    expect((await participantRow(first.participantId)).loyaltyActionCount).toBe(ids.length);
+  });
+
+  it('two actions accepted in the same millisecond are applied in the order they were accepted', async () => {
+    const { ctx } = clockCtx('2026-03-10T12:00:00.000Z');
+    const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
+    const email = uniqueEmail();
+    // The clock does not move: both carry the same created_at, and only their ids tell them apart.
+    for (let round = 0; round < 5; round++) {
+      const first = (await accept(ctx, w.campaignRow, w.reward.id, email)).action;
+      const second = (await accept(ctx, w.campaignRow, w.reward.id, email)).action;
+      expect(second.createdAt).toEqual(first.createdAt);
+      const results = await applyActions(ctx, [second.id, first.id]);
+      expect(results.map((r) => r.id)).toEqual([first.id, second.id]);
+      expect(unlockedAt(results)).toEqual([2]);
+    }
+  });
+
   it('a second apply of the same id changes nothing and answers []', async () => {
     const ctx = systemCtx();
     const w = await world(ctx, { reward: { conversionsRequired: 1 } });
@@ -427,7 +494,15 @@ describe('exactly once', () => {
     const w = await world(ctx, { reward: { conversionsRequired: 2, isUnlimited: true } });
     const { action } = await accept(ctx, w.campaignRow, w.reward.id, uniqueEmail());
     const res = await applyActions(ctx, [action.id, action.id]);
-    expect(res).toEqual([{ id: action.id, status: 'APPLIED', unlockedRewardIds: [] }]);
+    expect(res).toEqual([
+      {
+        id: action.id,
+        status: 'APPLIED',
+        unlockedRewardIds: [],
+        createdAt: action.createdAt,
+        eventIds: [expect.stringMatching(/^evt_/)],
+      },
+    ]);
     expect((await participantRow(action.participantId)).loyaltyActionCountsPerReward).toEqual({
       [w.reward.id]: 1,
     });
@@ -503,8 +578,20 @@ describe('exactly once', () => {
 
     const res = await applyActions(ctx, [gone.action.id, kept.action.id]);
     expect(res).toEqual([
-      { id: gone.action.id, status: 'REJECTED', unlockedRewardIds: [], reason: 'PARTICIPANT_NOT_FOUND' },
-      { id: kept.action.id, status: 'APPLIED', unlockedRewardIds: [expect.any(String)] },
+      {
+        id: gone.action.id,
+        status: 'REJECTED',
+        unlockedRewardIds: [],
+        reason: 'PARTICIPANT_NOT_FOUND',
+        createdAt: gone.action.createdAt,
+      },
+      {
+        id: kept.action.id,
+        status: 'APPLIED',
+        unlockedRewardIds: [expect.any(String)],
+        createdAt: kept.action.createdAt,
+        eventIds: expect.arrayContaining([expect.stringMatching(/^evt_/)]),
+      },
     ]);
     const [row] = await db.db.select().from(loyaltyActions).where(eq(loyaltyActions.id, gone.action.id));
     expect(row).toMatchObject({ status: 'REJECTED', reason: 'PARTICIPANT_NOT_FOUND', unlockedRewardIds: [] });

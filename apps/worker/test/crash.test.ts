@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { loyaltyActions, participants } from '@stampcard/db';
-import { eq, sql } from 'drizzle-orm';
+import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, eventually, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { actionsInJobs } from '../../../test/support/jobs';
 import { FROM_SOURCE } from '../../../test/support/processes';
 import { useTestStack } from '../../../test/support/use';
 
@@ -32,14 +33,12 @@ describe('a worker killed while holding jobs', () => {
       });
       expect(r.status).toBe(200);
     }
-    const [row] = await stack.ctx.db.execute<{ db: string }>(sql`select current_database() as db`);
     // A worker process that takes the jobs and holds them: its batch waits far longer than the test.
     const child = spawn(process.execPath, [...FROM_SOURCE, 'scripts/start.ts', 'worker'], {
       cwd: ROOT,
       env: {
         ...process.env,
-        DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${row!.db}`,
-        QUEUE_PREFIX: stack.prefix,
+        ...stack.storeEnv,
         WORKER_BATCH_WAIT_MS: '600000',
         WORKER_LOCK_MS: String(LOCK_MS),
         RELAY_INTERVAL_MS: '600000',
@@ -49,9 +48,10 @@ describe('a worker killed while holding jobs', () => {
     });
     const exited = new Promise((resolve) => child.on('exit', resolve));
     try {
+      // However the five were batched into jobs (their hand-offs may share one), all are held.
       await eventually(
-        () => stack.deps.queues.forJob('loyalty-action-batch.apply').getJobCounts('active'),
-        (counts) => counts.active === 5,
+        () => actionsInJobs(stack, 'active'),
+        (n) => n === 5,
         20_000,
       );
     } finally {

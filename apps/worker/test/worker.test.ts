@@ -7,7 +7,7 @@ import {
   pgError,
 } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participants } from '@stampcard/db';
-import { dispatchByName, enqueueActions, JOBS } from '@stampcard/jobs';
+import { dispatchByName, duplicateRedis, enqueueActions, JOBS, queuePrefix } from '@stampcard/jobs';
 import { Queue, Worker } from 'bullmq';
 import { and, eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
@@ -16,7 +16,7 @@ import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { actionJob } from '../../../test/support/jobs';
 import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../../../test/support/redis-keys';
 import { useTestStack } from '../../../test/support/use';
-import { createActionBatcher } from '../src/batcher';
+import { actionTraces, createActionBatcher } from '../src/batcher';
 import { applyLoyaltyAction } from '../src/processors/apply-loyalty-action';
 import { applyLoyaltyActions } from '../src/processors/apply-loyalty-actions';
 
@@ -29,7 +29,7 @@ describe('ActionBatcher', () => {
       if (ids.some((id) => id.includes('bad'))) throw new Error(`cannot apply ${ids.join(',')}`);
       return ids
         .filter((id) => !id.includes('skip'))
-        .map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [] }));
+        .map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [], createdAt: new Date() }));
     };
     return { calls, apply };
   }
@@ -41,9 +41,9 @@ describe('ActionBatcher', () => {
 
     expect(calls).toEqual([['act_1', 'act_skip', 'act_3']]);
     expect(results).toEqual([
-      { id: 'act_1', status: 'APPLIED', unlockedRewardIds: [] },
+      { id: 'act_1', status: 'APPLIED', unlockedRewardIds: [], createdAt: expect.any(Date) },
       null,
-      { id: 'act_3', status: 'APPLIED', unlockedRewardIds: [] },
+      { id: 'act_3', status: 'APPLIED', unlockedRewardIds: [], createdAt: expect.any(Date) },
     ]);
   });
 
@@ -70,7 +70,12 @@ describe('ActionBatcher', () => {
     const apply = async (ids: string[]): Promise<AppliedAction[]> => {
       calls.push(ids);
       if (calls.length === 1) await gate;
-      return ids.map((id) => ({ id, status: 'APPLIED' as const, unlockedRewardIds: [] }));
+      return ids.map((id) => ({
+        id,
+        status: 'APPLIED' as const,
+        unlockedRewardIds: [],
+        createdAt: new Date(),
+      }));
     };
     const batcher = createActionBatcher({ apply, maxSize: 10, maxWaitMs: 60_000, maxInFlight: 1 });
     const first = batcher.submit('act_1');
@@ -296,17 +301,22 @@ describe('a job that fails', () => {
       maxSize: 1,
       maxWaitMs: 1,
     });
-    const queue = new Queue(JOBS['loyalty-action.apply'].queue, { connection: stack.redis, prefix });
+    const queueName = JOBS['loyalty-action.apply'].queue;
+    const queue = new Queue(queueName, {
+      connection: stack.redis,
+      prefix: queuePrefix(prefix, queueName, stack.redis),
+    });
     const worker = new Worker(
       JOBS['loyalty-action.apply'].queue,
       dispatchByName<'worker'>({
         'loyalty-action.apply': applyLoyaltyAction(batcher),
-        'loyalty-action-batch.apply': applyLoyaltyActions(batcher),
+        'loyalty-action-batch.apply': applyLoyaltyActions(batcher, actionTraces()),
         'participant-erasure.run': async () => undefined,
+        'participant-import.run': async () => undefined,
       }),
       {
-        connection: stack.redis.duplicate({ maxRetriesPerRequest: null }),
-        prefix,
+        connection: duplicateRedis(stack.redis, { maxRetriesPerRequest: null }),
+        prefix: queuePrefix(prefix, queueName, stack.redis),
       },
     );
     try {

@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/livez": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the process is alive
+         * @description Kubernetes's liveness probe, without a key: 200 while the process answers, without asking any store (restart the process when it fails; a store being down is `/readyz`'s business). The same as `/health`.
+         */
+        get: operations["getLiveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ready": {
         parameters: {
             query?: never;
@@ -36,6 +56,26 @@ export interface paths {
          * @description A readiness probe, without a key: 200 while PostgreSQL and Redis both answer, else 503 `UNAVAILABLE` with the `checks`. At most one check a second runs, whatever the callers; the others share its result.
          */
         get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the API can serve
+         * @description Kubernetes's readiness probe, without a key: 200 while the API can serve, which it can while PostgreSQL answers (`status: degraded` when Redis does not: actions are still accepted), 503 `UNAVAILABLE` when PostgreSQL does not. So a Redis outage does not take every API process out of the load balancer, which would refuse what the degraded mode accepts. `/ready` is stricter: 503 unless both stores answer. At most one check a second runs, whatever the callers.
+         */
+        get: operations["getServing"];
         put?: never;
         post?: never;
         delete?: never;
@@ -186,6 +226,74 @@ export interface paths {
          * @description Every participant as of the moment the export starts (one consistent snapshot: participants added or changed while it streams are not in it, none is in it twice), by id. Columns, in order: `id`, `email`, `firstName`, `lastName`, `notes`, `loyaltyActionSource`, `fraudRiskLevel`, `fraudReasonCode`, `isWinner`, `loyaltyActionCount`, `monthlyLoyaltyActionCount`, `prevMonthlyLoyaltyActionCount`, `loyaltyActionCountsPerReward`, `metadata`, `createdAt`: the Participant's fields, `createdAt` as an ISO 8601 time. Streamed: its memory does not grow with the rows. CSV (RFC 4180, a header line, `\r\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. JSON objects and arrays are JSON text in a CSV cell, booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.
          */
         get: operations["exportParticipants"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaign/{id}/participants/imports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A campaign's latest imports
+         * @description The 50 latest imports of the campaign, newest first, without their refused rows (see each one).
+         */
+        get: operations["listImports"];
+        put?: never;
+        /**
+         * Import participants in bulk
+         * @description Starts an import of participants into a DRAFT or IN_PROGRESS campaign (400 INVALID_STATE otherwise). A CSV file (`Content-Type: text/csv`, up to 50 MiB, streamed: it is never held whole in memory) whose header names its columns, in any order: `email` (required), `firstName`, `lastName`, `notes`, `ipAddress`, `fingerprint`, `metadata.<key>` (one per metadata key: a cell that reads as a number is stored as a number, `true`/`false` as a boolean, anything else as text) and `loyaltyActionCount.<rewardId>` (a count to carry over, 0 to 1000); or a JSON array of rows (`application/json`, up to 1 MiB and 10,000 rows). An empty cell leaves its field as it is. A header with an unknown column, no `email`, or a reward that is not the campaign's is a 400 with nothing stored.
+         *
+         *     The import runs in the background (202, `status` `QUEUED`; follow it at `Location`): the file is read through once to count its rows (`rowsTotal`; a file that is not valid CSV makes the import `FAILED` with the line, before any row is imported), then taken 500 rows at a time, each batch committed with its progress. A row whose email is new creates a participant (source `IMPORT`) exactly as an add would: anti-fraud, the lists and the IP throttle apply (by its `ipAddress` and `fingerprint`), and the participant quota is exact. A row whose email is the campaign's already changes that participant as an update would (`PARTICIPANT_UPDATED` naming the fields that changed). Carried-over counts become loyalty actions (their `metadata` says `source: IMPORT` and the import's id) that unlock rewards by the same rule and send the same events as any. A row that cannot be imported is refused with its reason (`VALIDATION_ERROR`, `DUPLICATE_ROW` for an email on an earlier row, `PARTICIPANT_BLOCKED`, `USAGE_LIMIT`) and the rest go on.
+         *
+         *     Nothing is imported twice: the same file with the same options, imported into the campaign again, answers the first import (200, `Idempotent-Replayed: true`) unless that one FAILED; so does the same `Idempotency-Key` (with another file it is a 400). A worker that dies mid-import resumes at the batch it was in, without doubling a row.
+         */
+        post: operations["importParticipants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaign/{id}/participants/imports/{importId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An import and its progress
+         * @description The import: `status` (`QUEUED`, `RUNNING`, `SUCCEEDED`, `FAILED`), `rowsDone` of `rowsTotal` (null until the file was read through), what it did so far, its first 100 refused rows with their row number (1 is the first row after the header) and reason, and `refusedRowsUrl`, where every refused row is downloaded as CSV. Poll it while it runs.
+         */
+        get: operations["getImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/campaign/{id}/participants/imports/{importId}/refused-rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every refused row of an import, as a CSV or NDJSON file
+         * @description The rows the import refused, in file order: `row` (1 is the first row after the header), `reason`, `message`, then the row's cells under the file's own columns, so the file can be fixed and imported again. Streamed: its memory does not grow with the rows. CSV (RFC 4180, a header line, `\r\n` between records) by default; NDJSON (one JSON object a line) with `Accept: application/x-ndjson`. JSON objects and arrays are JSON text in a CSV cell, booleans `true`/`false`, null an empty cell. Values are as stored: a spreadsheet may read a cell that starts with `=`, `+`, `-` or `@` as a formula, so import the file as text. A download that fails midway is cut off (the connection breaks, the body does not end): never take a partial file for a whole one. At most `EXPORT_CONCURRENCY` (2 by default) run at once on an API process (429 `RATE_LIMIT`, `policyName` `CONCURRENCY`, with `Retry-After`); a reader that stops reading for 10 s loses its export.
+         */
+        get: operations["exportRefusedRows"];
         put?: never;
         post?: never;
         delete?: never;
@@ -502,6 +610,26 @@ export interface paths {
          * @description An ADMIN key only (a MEMBER's is refused 403). The portal shows the account's endpoints (one campaign's, with `campaignId`), their message log and attempts, replay, secret rotation, a test event and the event catalog, and nothing else. It may be framed by the origins the account allows (`frameAncestors`, set by the operator); every other page refuses framing. An expired or altered link shows nothing.
          */
         post: operations["createPortalSession"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's audit log
+         * @description The API key's account's own log; an ADMIN key only (403 otherwise). Every change made through the public API, the portal, the console or the operator API, newest first: when (`at`, UTC ms), who (`actor`: `kind` `API_KEY`, `CONSOLE`, `PORTAL` or `OPERATOR`, its `id`, the API key’s or link’s `userId`, the `requestId`, and `via` for a change an import made), what (`entity`, `entityId`, `action` `CREATED`, `UPDATED` or `DELETED`) and the fields it changed as stored (`before`, `after`; all of them for a creation or a deletion; secrets never). Recorded in the change’s own transaction: a refused request leaves none. Loyalty actions are in their own ledger, not here; what the worker does on its own (applying actions, unlocking rewards) neither. A deleted participant’s personal data is scrubbed from its entries by its erasure. Kept for `AUDIT_RETENTION_DAYS` (365). Page with `nextId` while `more` is true; `limit` 1..100 (20), fewer when a page reaches its byte budget of 1 MiB.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -962,6 +1090,90 @@ export interface paths {
          * @description HIGH, then MEDIUM, then LOW, by participant id within a level; each participant with its `fraudRiskLevel`, `fraudReasonCode` and `rewards`. Page with `nextId` (the `nextId` of the previous page) while `more` is true; `limit` 1..100 (20) is the most a page holds: it holds fewer when it reaches its byte budget of 1 MiB. Paging sees each participant once while others join. Filter: `fraudRiskLevel`. Any campaign status but DELETED.
          */
         get: operations["adminListParticipantsByRisk"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/retention": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What each partitioned table keeps, and what the worker drops next
+         * @description Events, webhook messages and attempts are partitioned by week, the audit log by month, stored Idempotency-Key answers by day; the worker makes partitions ahead and drops a partition whole once all of it is past retention (docs/operating.md, "Retention").
+         */
+        get: operations["adminGetRetention"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/campaigns/{id}/participants/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import participants in bulk (operator)
+         * @description The operator's import into any account's DRAFT or IN_PROGRESS campaign, the same as `POST /v1/campaign/{id}/participants/imports` (its progress is read there, or at `/admin/v1/campaigns/{id}/participants/imports/{importId}`). A CSV file (`Content-Type: text/csv`, up to 50 MiB, streamed: it is never held whole in memory) whose header names its columns, in any order: `email` (required), `firstName`, `lastName`, `notes`, `ipAddress`, `fingerprint`, `metadata.<key>` (one per metadata key: a cell that reads as a number is stored as a number, `true`/`false` as a boolean, anything else as text) and `loyaltyActionCount.<rewardId>` (a count to carry over, 0 to 1000); or a JSON array of rows (`application/json`, up to 1 MiB and 10,000 rows). An empty cell leaves its field as it is. A header with an unknown column, no `email`, or a reward that is not the campaign's is a 400 with nothing stored.
+         *
+         *     The import runs in the background (202, `status` `QUEUED`; follow it at `Location`): the file is read through once to count its rows (`rowsTotal`; a file that is not valid CSV makes the import `FAILED` with the line, before any row is imported), then taken 500 rows at a time, each batch committed with its progress. A row whose email is new creates a participant (source `IMPORT`) exactly as an add would: anti-fraud, the lists and the IP throttle apply (by its `ipAddress` and `fingerprint`), and the participant quota is exact. A row whose email is the campaign's already changes that participant as an update would (`PARTICIPANT_UPDATED` naming the fields that changed). Carried-over counts become loyalty actions (their `metadata` says `source: IMPORT` and the import's id) that unlock rewards by the same rule and send the same events as any. A row that cannot be imported is refused with its reason (`VALIDATION_ERROR`, `DUPLICATE_ROW` for an email on an earlier row, `PARTICIPANT_BLOCKED`, `USAGE_LIMIT`) and the rest go on.
+         *
+         *     Nothing is imported twice: the same file with the same options, imported into the campaign again, answers the first import (200, `Idempotent-Replayed: true`) unless that one FAILED; so does the same `Idempotency-Key` (with another file it is a 400). A worker that dies mid-import resumes at the batch it was in, without doubling a row.
+         */
+        post: operations["adminImportParticipants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/campaigns/{id}/participants/imports/{importId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An import and its progress (operator)
+         * @description The same as `GET /v1/campaign/{id}/participants/imports/{importId}`, for any account's campaign.
+         */
+        get: operations["adminGetImport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The audit log of every account
+         * @description Every account's log, or one's with `accountId`. Every change made through the public API, the portal, the console or the operator API, newest first: when (`at`, UTC ms), who (`actor`: `kind` `API_KEY`, `CONSOLE`, `PORTAL` or `OPERATOR`, its `id`, the API key’s or link’s `userId`, the `requestId`, and `via` for a change an import made), what (`entity`, `entityId`, `action` `CREATED`, `UPDATED` or `DELETED`) and the fields it changed as stored (`before`, `after`; all of them for a creation or a deletion; secrets never). Recorded in the change’s own transaction: a refused request leaves none. Loyalty actions are in their own ledger, not here; what the worker does on its own (applying actions, unlocking rewards) neither. A deleted participant’s personal data is scrubbed from its entries by its erasure. Kept for `AUDIT_RETENTION_DAYS` (365). Page with `nextId` while `more` is true; `limit` 1..100 (20), fewer when a page reaches its byte budget of 1 MiB.
+         */
+        get: operations["adminListAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1980,6 +2192,13 @@ export interface components {
             actionId?: string;
             /** @description UNAVAILABLE with `outcome`: the webhook test message to look up */
             messageId?: string;
+            /**
+             * @description NOT_FOUND of an event or webhook message whose id is older than what is kept: it was dropped with its week (`EVENT_RETENTION_DAYS`), it did exist
+             * @enum {string}
+             */
+            reason?: "PAST_RETENTION";
+            /** @description NOT_FOUND with `reason`: the oldest time still kept, UTC ms; start again from there */
+            retainedFrom?: number;
         };
         Ready: {
             /** @enum {string} */
@@ -1992,6 +2211,14 @@ export interface components {
             postgres: "ok" | "down";
             /** @enum {string} */
             redis: "ok" | "down";
+        };
+        Serving: {
+            /**
+             * @description `degraded`: Redis does not answer; actions are still accepted (the relay queues them once Redis is back) and rate limits are not enforced meanwhile
+             * @enum {string}
+             */
+            status: "ready" | "degraded";
+            checks: components["schemas"]["ReadinessChecks"];
         };
         /** @description A loyalty program (campaign) */
         Campaign: {
@@ -2089,6 +2316,52 @@ export interface components {
             nextId: string | null;
             /** @description Whether another page follows */
             more: boolean;
+        };
+        /** @description A bulk import of participants: its progress (`rowsDone` of `rowsTotal`, known once the file was read through), what it did (`created`, `updated`, `unchanged`, `refused` rows; `loyaltyActionsQueued` for carried-over counts), the first 100 refused rows with their reason, and where to download every refused row as CSV (`refusedRowsUrl`). Times in UTC ms. */
+        ParticipantImport: {
+            id: string;
+            campaignId: string;
+            /** @enum {string} */
+            status: "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED";
+            /** @enum {string} */
+            mode: "ADD" | "SET";
+            silent: boolean;
+            /** @enum {string} */
+            format: "CSV" | "JSON";
+            columns: string[];
+            sizeBytes: number;
+            rowsTotal: number | null;
+            rowsDone: number;
+            created: number;
+            updated: number;
+            unchanged: number;
+            refused: number;
+            loyaltyActionsQueued: number;
+            refusedRows: {
+                row: number;
+                reason: string;
+                message: string;
+            }[];
+            refusedRowsUrl: string;
+            error: string | null;
+            createdAt: number;
+            startedAt: number | null;
+            finishedAt: number | null;
+        };
+        /** @description A row of a JSON import: the columns of a CSV import as fields. Each row is checked on its own when the import runs: a row that is not a valid participant is refused (see `refusedRows`), the others go on. */
+        ImportRow: {
+            email: string;
+            firstName?: string | null;
+            lastName?: string | null;
+            notes?: string | null;
+            ipAddress?: string | null;
+            fingerprint?: string | null;
+            metadata?: {
+                [key: string]: string | number | boolean | null;
+            };
+            loyaltyActionCount?: {
+                [key: string]: number;
+            };
         };
         LeaderboardPage: {
             /** @description In rank order, each with the rank of this leaderboard: `rank` (ALL_TIME), `monthlyRank` (CURRENT_MONTH) or `prevMonthlyRank` (PREV_MONTH) */
@@ -2351,6 +2624,38 @@ export interface components {
             /** @description How long the link opens the portal, 60 to 86400 s (default 3600) */
             expiresInSeconds?: number;
         };
+        AuditLogPage: {
+            entries: components["schemas"]["AuditEntry"][];
+            limit: number;
+            nextId: string | null;
+            more: boolean;
+        };
+        /** @description A change: when (`at`, UTC ms), who (`actor`), what (`entity`, `entityId`, `action`) and the fields it changed, as stored (`before`, `after`: column names as in the database; all of them for a creation or a deletion; secrets never) */
+        AuditEntry: {
+            id: string;
+            at: number;
+            accountId: string | null;
+            campaignId: string | null;
+            actor: {
+                /** @enum {string} */
+                kind: "API_KEY" | "CONSOLE" | "PORTAL" | "OPERATOR";
+                id: string | null;
+                userId: string | null;
+                requestId: string | null;
+                via: string | null;
+            };
+            /** @enum {string} */
+            entity: "account" | "user" | "api_key" | "campaign" | "reward" | "participant" | "participant_reward" | "form_submission" | "webhook_endpoint" | "participant_import";
+            entityId: string;
+            /** @enum {string} */
+            action: "CREATED" | "UPDATED" | "DELETED";
+            before: {
+                [key: string]: unknown;
+            } | null;
+            after: {
+                [key: string]: unknown;
+            } | null;
+        };
         /** @description A webhook endpoint with its new signing secret */
         WebhookEndpointWithSecret: {
             id: string;
@@ -2371,6 +2676,13 @@ export interface components {
             disabledAt: number | null;
             /** @description Deliveries per second; null: no limit */
             rateLimit: number | null;
+            /** @description Deliveries carry a W3C `traceparent` header (when the service traces) */
+            traceContext: boolean;
+            /**
+             * @description `PARTICIPANT`: a participant's messages one at a time, in order; `NONE`: as they come
+             * @enum {string}
+             */
+            ordering: "NONE" | "PARTICIPANT";
             /** @description When its current run of failures began (UTC ms) */
             failingSince: number | null;
             /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
@@ -2426,6 +2738,13 @@ export interface components {
             disabledAt: number | null;
             /** @description Deliveries per second; null: no limit */
             rateLimit: number | null;
+            /** @description Deliveries carry a W3C `traceparent` header (when the service traces) */
+            traceContext: boolean;
+            /**
+             * @description `PARTICIPANT`: a participant's messages one at a time, in order; `NONE`: as they come
+             * @enum {string}
+             */
+            ordering: "NONE" | "PARTICIPANT";
             /** @description When its current run of failures began (UTC ms) */
             failingSince: number | null;
             /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
@@ -2447,11 +2766,19 @@ export interface components {
             eventId: string | null;
             /** @description An event type, or WEBHOOK_TEST */
             eventType: string;
+            /** @description The participant its event shows; null for an event of none and a test message */
+            participantId: string | null;
+            /** @description Its place among its participant's messages to this endpoint (the `webhook-sequence` header): 1, 2, 3… in the order their events were recorded; null without a participant, and for messages made before sequences existed */
+            sequence: number | null;
+            /** @description For a message of a PARTICIPANT-ordered endpoint sent after the one before it was dead-lettered: that one (the `webhook-previous-id` header) */
+            previousId: string | null;
             /** @enum {string} */
             status: "PENDING" | "SUCCEEDED" | "FAILED" | "DISCARDED";
             /** @description Attempts of the current schedule */
             attempts: number;
-            /** @description When it is next tried, while PENDING (UTC ms) */
+            /** @description PENDING behind an earlier message of its participant (a PARTICIPANT-ordered endpoint): sent once that one succeeds or is dead-lettered */
+            waiting: boolean;
+            /** @description When it is next tried, while PENDING and not waiting (UTC ms) */
             nextAttemptAt: number | null;
             lastStatusCode: number | null;
             lastError: string | null;
@@ -2705,6 +3032,43 @@ export interface components {
             /** @description Whether another page follows */
             more: boolean;
         };
+        Retention: {
+            tables: {
+                /** @enum {string} */
+                table: "events" | "webhook_messages" | "webhook_attempts" | "audit_log" | "idempotency_keys";
+                /**
+                 * @description A partition holds a day, a week (from Monday 00:00 UTC) or a month (UTC)
+                 * @enum {string}
+                 */
+                unit: "day" | "week" | "month";
+                /** @description `EVENT_RETENTION_DAYS` (events and messages), `ATTEMPT_RETENTION_DAYS`, `AUDIT_RETENTION_DAYS`, or 1 for `idempotency_keys` (a key holds its answer 24 hours) */
+                retentionDays: number;
+                /** @description Oldest first */
+                partitions: {
+                    name: string;
+                    /** @description Its first time; null: every time before `to` (the rows from before partitioning) */
+                    from: number | null;
+                    /** @description The end of its period (excluded), UTC ms */
+                    to: number;
+                    /** @description PostgreSQL's estimate (0 until it is analysed) */
+                    rows: number;
+                    /** @description Rows, TOAST and indexes */
+                    bytes: number;
+                    /** @description When the worker drops it: `to` plus the retention */
+                    dropsAt: number;
+                }[];
+                /** @description The partition the worker drops next, and when */
+                nextDrop: {
+                    name: string;
+                    /** @description UTC milliseconds */
+                    at: number;
+                } | null;
+                /** @description Partitions exist up to this time; the worker keeps two periods ahead */
+                madeUntil: number | null;
+                /** @description Rows in the default partition (counted up to 100,000): their period had no partition yet (the worker was away); it moves them when it makes that partition. 0 normally */
+                waitingInDefault: number;
+            }[];
+        };
         SetFraudRiskLevel: {
             /**
              * @description The level to set; the reason code becomes `MANUAL_UPDATE`
@@ -2766,6 +3130,68 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The process runs */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+        };
+    };
+    getLiveness: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The process is alive */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2897,6 +3323,84 @@ export interface operations {
                             /** @description Since when (UTC ms), when known */
                             redisFailingSince: number | null;
                         };
+                    };
+                };
+            };
+        };
+    };
+    getServing: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The API can serve */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Serving"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /** @description PostgreSQL does not answer: `UNAVAILABLE`, with the `checks` */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                        checks: components["schemas"]["ReadinessChecks"];
                     };
                 };
             };
@@ -5029,6 +5533,947 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The participants, streamed */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                    "application/x-ndjson": string;
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    listImports: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The imports */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: components["schemas"]["ParticipantImport"][];
+                    };
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    importParticipants: {
+        parameters: {
+            query?: {
+                /** @description `SET` (the default): each `loyaltyActionCount.<rewardId>` cell raises the count to its value (a count already there or past it is left: counts never go down), so importing a file again adds nothing. `ADD`: each cell adds its value. */
+                mode?: "ADD" | "SET";
+                /** @description `true`: record no event for what the import creates, changes or counts, so no webhook is sent for it and nothing shows in the event feed (for moving an existing program over: its rewards were sent already). Rewards still unlock. */
+                silent?: "true" | "false";
+            };
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file: CSV, or a JSON array of rows */
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/json": components["schemas"]["ImportRow"][];
+            };
+        };
+        responses: {
+            /** @description The import of the same file (or `Idempotency-Key`) already there */
+            200: {
+                headers: {
+                    /** @description The import, on the public API */
+                    Location: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /** @description The import, QUEUED */
+            202: {
+                headers: {
+                    /** @description The import, on the public API */
+                    Location: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR` or `INVALID_STATE`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             *
+             *     - `INVALID_STATE`: The request is well formed, but what it names is not in a state that allows it: a campaign that is not `IN_PROGRESS` (DRAFT, COMPLETE), a deleted campaign.
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR" | "INVALID_STATE";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    getImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+                importId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ParticipantImport object */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    exportRefusedRows: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+                importId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The refused rows, streamed */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9185,6 +10630,231 @@ export interface operations {
             };
         };
     };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                entity?: "account" | "user" | "api_key" | "campaign" | "reward" | "participant" | "participant_reward" | "form_submission" | "webhook_endpoint" | "participant_import";
+                /** @description The changed object’s id */
+                entityId?: string;
+                /** @description Who made the changes: an API key's id, a console session's, a portal link's */
+                actorId?: string;
+                /** @description Changed at or after (UTC ms) */
+                from?: number | null;
+                /** @description Changed before (UTC ms) */
+                to?: number | null;
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page */
+                nextId?: string;
+            };
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ entries, limit, nextId, more }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Rate limit: `RATE_LIMIT`.
+             *
+             *     - `RATE_LIMIT`: A rate limit was hit; `policyName` names it: `SECOND` (per 5-second window), `MINUTE`, `HOUR`, or `CONCURRENCY` (requests in flight per client IP). Wait before retrying.
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "RATE_LIMIT";
+                        /** @enum {number} */
+                        status?: 429;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Stampcard-RateLimit-Second-Limit": components["headers"]["Stampcard-RateLimit-Second-Limit"];
+                    "Stampcard-RateLimit-Second-Remaining": components["headers"]["Stampcard-RateLimit-Second-Remaining"];
+                    "Stampcard-Retry-After-Second-Milliseconds": components["headers"]["Stampcard-Retry-After-Second-Milliseconds"];
+                    "Stampcard-RateLimit-Minute-Limit": components["headers"]["Stampcard-RateLimit-Minute-Limit"];
+                    "Stampcard-RateLimit-Minute-Remaining": components["headers"]["Stampcard-RateLimit-Minute-Remaining"];
+                    "Stampcard-Retry-After-Minute-Milliseconds": components["headers"]["Stampcard-Retry-After-Minute-Milliseconds"];
+                    "Stampcard-RateLimit-Hour-Limit": components["headers"]["Stampcard-RateLimit-Hour-Limit"];
+                    "Stampcard-RateLimit-Hour-Remaining": components["headers"]["Stampcard-RateLimit-Hour-Remaining"];
+                    "Stampcard-Retry-After-Hour-Milliseconds": components["headers"]["Stampcard-Retry-After-Hour-Milliseconds"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Stampcard-Slowdown-Milliseconds": components["headers"]["Stampcard-Slowdown-Milliseconds"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: never;
@@ -9426,6 +11096,13 @@ export interface operations {
                     enabled?: boolean;
                     /** @description Deliveries per second, across every dispatcher; null: no limit */
                     rateLimit?: number | null;
+                    /** @description Send a W3C `traceparent` header with each delivery, when the service traces (OpenTelemetry), so that your spans join the trace of the action that caused it. Default false */
+                    traceContext?: boolean;
+                    /**
+                     * @description `PARTICIPANT`: a participant's messages are sent one at a time, in the order their events were recorded (`webhook-sequence`), each once the one before succeeded or was dead-lettered; other participants' go on meanwhile. `NONE` (the default): sent as they come. A change applies to the messages made after it
+                     * @enum {string}
+                     */
+                    ordering?: "NONE" | "PARTICIPANT";
                     description?: string;
                 };
             };
@@ -10126,6 +11803,13 @@ export interface operations {
                     enabled?: boolean;
                     /** @description Deliveries per second, across every dispatcher; null: no limit */
                     rateLimit?: number | null;
+                    /** @description Send a W3C `traceparent` header with each delivery, when the service traces (OpenTelemetry), so that your spans join the trace of the action that caused it. Default false */
+                    traceContext?: boolean;
+                    /**
+                     * @description `PARTICIPANT`: a participant's messages are sent one at a time, in the order their events were recorded (`webhook-sequence`), each once the one before succeeded or was dead-lettered; other participants' go on meanwhile. `NONE` (the default): sent as they come. A change applies to the messages made after it
+                     * @enum {string}
+                     */
+                    ordering?: "NONE" | "PARTICIPANT";
                     description?: string;
                 };
             };
@@ -10169,6 +11853,13 @@ export interface operations {
                         disabledAt: number | null;
                         /** @description Deliveries per second; null: no limit */
                         rateLimit: number | null;
+                        /** @description Deliveries carry a W3C `traceparent` header (when the service traces) */
+                        traceContext: boolean;
+                        /**
+                         * @description `PARTICIPANT`: a participant's messages one at a time, in order; `NONE`: as they come
+                         * @enum {string}
+                         */
+                        ordering: "NONE" | "PARTICIPANT";
                         /** @description When its current run of failures began (UTC ms) */
                         failingSince: number | null;
                         /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
@@ -12169,9 +13860,11 @@ export interface operations {
                 };
             };
             /**
-             * @description Bad request: `VALIDATION_ERROR`.
+             * @description Bad request: `VALIDATION_ERROR` or `INVALID_STATE`.
              *
              *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             *
+             *     - `INVALID_STATE`: The request is well formed, but what it names is not in a state that allows it: a campaign that is not `IN_PROGRESS` (DRAFT, COMPLETE), a deleted campaign.
              */
             400: {
                 headers: {
@@ -12195,7 +13888,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "VALIDATION_ERROR";
+                        code?: "VALIDATION_ERROR" | "INVALID_STATE";
                         /** @enum {number} */
                         status?: 400;
                     };
@@ -15779,6 +17472,561 @@ export interface operations {
             };
         };
     };
+    adminGetRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ tables: [{ table, unit, retentionDays, partitions, nextDrop, madeUntil, waitingInDefault }] }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Retention"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminImportParticipants: {
+        parameters: {
+            query?: {
+                /** @description `SET` (the default): each `loyaltyActionCount.<rewardId>` cell raises the count to its value (a count already there or past it is left: counts never go down), so importing a file again adds nothing. `ADD`: each cell adds its value. */
+                mode?: "ADD" | "SET";
+                /** @description `true`: record no event for what the import creates, changes or counts, so no webhook is sent for it and nothing shows in the event feed (for moving an existing program over: its rewards were sent already). Rewards still unlock. */
+                silent?: "true" | "false";
+            };
+            header?: {
+                /** @description Makes a repeat safe: a repeat with the same key and the same request (method, path, body) within 24 h answers the first answer again, with `Idempotent-Replayed: true`, and does nothing. While the first is still running: 409 `DUPLICATE_REQUEST`. The same key with another request: 400. A 5xx or 409 answer is not kept (a repeat runs again). A secret shown once (an API key, a webhook secret) is never kept: its replay has that field `null` and names it in `Idempotent-Withheld`. Keys are scoped to the API key (the operator token has its own). */
+                "Idempotency-Key"?: string;
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** @description The file: CSV, or a JSON array of rows */
+        requestBody: {
+            content: {
+                "text/csv": string;
+                "application/json": components["schemas"]["ImportRow"][];
+            };
+        };
+        responses: {
+            /** @description The import of the same file (or `Idempotency-Key`) already there */
+            200: {
+                headers: {
+                    /** @description The import, on the public API */
+                    Location: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /** @description The import, QUEUED */
+            202: {
+                headers: {
+                    /** @description The import, on the public API */
+                    Location: string;
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR` or `INVALID_STATE`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             *
+             *     - `INVALID_STATE`: The request is well formed, but what it names is not in a state that allows it: a campaign that is not `IN_PROGRESS` (DRAFT, COMPLETE), a deleted campaign.
+             */
+            400: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR" | "INVALID_STATE";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    /** @description `true` on an answer replayed for a repeated `Idempotency-Key` */
+                    "Idempotent-Replayed"?: "true";
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Duplicate request: `DUPLICATE_REQUEST`.
+             *
+             *     - `DUPLICATE_REQUEST`: The same request (API key, path and body) while the first is still QUEUED, or a POST repeating the `Idempotency-Key` of a request still running; `request: { method, path, startedAt }` describes the first.
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "DUPLICATE_REQUEST";
+                        /** @enum {number} */
+                        status?: 409;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminGetImport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path: {
+                id: string;
+                importId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The ParticipantImport object */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParticipantImport"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
+    adminListAuditLog: {
+        parameters: {
+            query?: {
+                /** @description One account's entries */
+                accountId?: string;
+                entity?: "account" | "user" | "api_key" | "campaign" | "reward" | "participant" | "participant_reward" | "form_submission" | "webhook_endpoint" | "participant_import";
+                /** @description The changed object’s id */
+                entityId?: string;
+                /** @description Who made the changes: an API key's id, a console session's, a portal link's */
+                actorId?: string;
+                /** @description Changed at or after (UTC ms) */
+                from?: number | null;
+                /** @description Changed before (UTC ms) */
+                to?: number | null;
+                /** @description At most this many items, 1 to 100 (default 20). A page also ends before its JSON passes 1 MiB (a single larger item is answered alone), so it may hold fewer items while `more` is true: keep paging with the cursor until `more` is false. */
+                limit?: number;
+                /** @description The `nextId` of the previous page */
+                nextId?: string;
+            };
+            header?: {
+                /** @description The request's id in the service's logs, answered in `X-Request-Id` and in an error body's `requestId`. Kept only when it is 1 to 128 letters, digits, `_`, `.` or `-`; otherwise (or when absent) the service makes a UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `{ entries, limit, nextId, more }` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLogPage"];
+                };
+            };
+            /**
+             * @description Bad request: `VALIDATION_ERROR`.
+             *
+             *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "VALIDATION_ERROR";
+                        /** @enum {number} */
+                        status?: 400;
+                    };
+                };
+            };
+            /**
+             * @description Not authorized: `NOT_AUTHORIZED`.
+             *
+             *     - `NOT_AUTHORIZED`: A missing, mistyped or revoked API key; a FREE plan (the REST API is for paid plans); another account's campaign; a MEMBER without API access to the campaign; on the operator API, a missing or wrong operator token.
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_AUTHORIZED";
+                        /** @enum {number} */
+                        status?: 403;
+                    };
+                };
+            };
+            /**
+             * @description Not found: `NOT_FOUND`.
+             *
+             *     - `NOT_FOUND`: An unknown or DELETED campaign; an unknown reward, participant, loyalty action, event, account, user, API key, webhook endpoint or message; an unknown path.
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "NOT_FOUND";
+                        /** @enum {number} */
+                        status?: 404;
+                    };
+                };
+            };
+            /**
+             * @description Internal error: `INTERNAL_ERROR`.
+             *
+             *     - `INTERNAL_ERROR`: A fault in the service. It is logged with the `requestId` of the body, which identifies it.
+             */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "INTERNAL_ERROR";
+                        /** @enum {number} */
+                        status?: 500;
+                    };
+                };
+            };
+            /**
+             * @description Unavailable: `UNAVAILABLE`.
+             *
+             *     - `UNAVAILABLE`: PostgreSQL or Redis is down or too slow (no answer within the request deadline): nothing was accepted, retry later. With `outcome: "UNKNOWN"` (and `actionId` for a loyalty action), a write was sent and its answer lost: look it up before repeating the request. With `outcome: "LANDED"`, the write was recorded but its answer could not be completed in time: look it up, do not repeat the request.
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        code?: "UNAVAILABLE";
+                        /** @enum {number} */
+                        status?: 503;
+                    };
+                };
+            };
+        };
+    };
     adminSetFraudRiskLevel: {
         parameters: {
             query?: never;
@@ -16184,6 +18432,13 @@ export interface operations {
                     enabled?: boolean;
                     /** @description Deliveries per second, across every dispatcher; null: no limit */
                     rateLimit?: number | null;
+                    /** @description Send a W3C `traceparent` header with each delivery, when the service traces (OpenTelemetry), so that your spans join the trace of the action that caused it. Default false */
+                    traceContext?: boolean;
+                    /**
+                     * @description `PARTICIPANT`: a participant's messages are sent one at a time, in the order their events were recorded (`webhook-sequence`), each once the one before succeeded or was dead-lettered; other participants' go on meanwhile. `NONE` (the default): sent as they come. A change applies to the messages made after it
+                     * @enum {string}
+                     */
+                    ordering?: "NONE" | "PARTICIPANT";
                     description?: string;
                 };
             };
@@ -16594,6 +18849,13 @@ export interface operations {
                     enabled?: boolean;
                     /** @description Deliveries per second, across every dispatcher; null: no limit */
                     rateLimit?: number | null;
+                    /** @description Send a W3C `traceparent` header with each delivery, when the service traces (OpenTelemetry), so that your spans join the trace of the action that caused it. Default false */
+                    traceContext?: boolean;
+                    /**
+                     * @description `PARTICIPANT`: a participant's messages are sent one at a time, in the order their events were recorded (`webhook-sequence`), each once the one before succeeded or was dead-lettered; other participants' go on meanwhile. `NONE` (the default): sent as they come. A change applies to the messages made after it
+                     * @enum {string}
+                     */
+                    ordering?: "NONE" | "PARTICIPANT";
                     description?: string;
                 };
             };
@@ -16625,6 +18887,13 @@ export interface operations {
                         disabledAt: number | null;
                         /** @description Deliveries per second; null: no limit */
                         rateLimit: number | null;
+                        /** @description Deliveries carry a W3C `traceparent` header (when the service traces) */
+                        traceContext: boolean;
+                        /**
+                         * @description `PARTICIPANT`: a participant's messages one at a time, in order; `NONE`: as they come
+                         * @enum {string}
+                         */
+                        ordering: "NONE" | "PARTICIPANT";
                         /** @description When its current run of failures began (UTC ms) */
                         failingSince: number | null;
                         /** @description When its current run of throttled answers (429/503 with Retry-After) began; a success ends it (UTC ms) */
@@ -17821,9 +20090,11 @@ export interface operations {
                 };
             };
             /**
-             * @description Bad request: `VALIDATION_ERROR`.
+             * @description Bad request: `VALIDATION_ERROR` or `INVALID_STATE`.
              *
              *     - `VALIDATION_ERROR`: The request is malformed: bad JSON, a wrong type, an unknown field, a bad email, a value past a limit, a body over 1 MiB. `errors` lists the problems as `{ location, param, value, msg }` (at most 25; `errorCount` then says how many there were).
+             *
+             *     - `INVALID_STATE`: The request is well formed, but what it names is not in a state that allows it: a campaign that is not `IN_PROGRESS` (DRAFT, COMPLETE), a deleted campaign.
              */
             400: {
                 headers: {
@@ -17835,7 +20106,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        code?: "VALIDATION_ERROR";
+                        code?: "VALIDATION_ERROR" | "INVALID_STATE";
                         /** @enum {number} */
                         status?: 400;
                     };
@@ -18235,6 +20506,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18287,6 +20562,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18339,6 +20618,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18391,6 +20674,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18443,6 +20730,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18495,6 +20786,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18547,6 +20842,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18599,6 +20898,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18651,6 +20954,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18703,6 +21010,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18755,6 +21066,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;
@@ -18807,6 +21122,10 @@ export interface operations {
                 "webhook-signature": string;
                 /** @description The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`) */
                 "stampcard-event-id": string;
+                /** @description For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference */
+                "webhook-sequence"?: string;
+                /** @description On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number */
+                "webhook-previous-id"?: string;
             };
             path?: never;
             cookie?: never;

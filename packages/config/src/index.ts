@@ -7,13 +7,81 @@ import type { LogFormat } from './logger';
 const intFromEnv = (fallback: number, min = 0) =>
   z.coerce.number().int().min(min).max(2_147_483_647).default(fallback);
 
+/** `host:port,host:port`: a list of addresses, each checked; at most 64. */
+function hostPorts(raw: string, name: string, ctx: z.RefinementCtx): { host: string; port: number }[] {
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  const out: { host: string; port: number }[] = [];
+  for (const item of list.slice(0, 64)) {
+    const m = /^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]+\]):(\d{1,5})$/.exec(item);
+    const port = Number(m?.[2]);
+    if (!m || port < 1 || port > 65_535) {
+      ctx.addIssue({ code: 'custom', message: `${name}: "${item.slice(0, 40)}" is not host:port` });
+      return [];
+    }
+    out.push({ host: m[1]!.replace(/^\[|\]$/g, ''), port });
+  }
+  if (out.length === 0 || list.length > 64)
+    ctx.addIssue({ code: 'custom', message: `${name}: 1 to 64 host:port, separated by commas` });
+  return out;
+}
+
 /** Every setting the apps read from the environment, with its default. */
 export const envSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   /** PostgreSQL connection string. Default: the local server, database `stampcard`. */
   DATABASE_URL: z.url().default('postgres://postgres@127.0.0.1:5432/stampcard'),
+  /**
+   * What stands between the service and PostgreSQL at `DATABASE_URL`: `none`, or `transaction` for PgBouncer (or
+   * another pooler) in transaction mode. With `transaction`, statements are not prepared, connections send no
+   * session settings (give the role its `statement_timeout`, `lock_timeout` and
+   * `idle_in_transaction_session_timeout`, see docs/scaling.md), and what needs a session of its own (migrations,
+   * partition maintenance) goes to `DATABASE_DIRECT_URL`.
+   * @defaultValue none
+   */
+  DATABASE_POOLER: z.enum(['none', 'transaction']).default('none'),
+  /**
+   * PostgreSQL itself, past the pooler: migrations and partition maintenance connect here. Required with
+   * `DATABASE_POOLER=transaction`.
+   * @defaultValue `DATABASE_URL`
+   */
+  DATABASE_DIRECT_URL: z.url().optional(),
+  /**
+   * A read replica of `DATABASE_URL` (a streaming standby): the API reads the participants list, the leaderboards,
+   * the event feed and the audit log there while it lags at most `DATABASE_READ_MAX_LAG_MS`, and from the primary
+   * otherwise. Everything else, every write included, goes to `DATABASE_URL` (docs/scaling.md, "A read replica").
+   * @defaultValue unset: every read goes to `DATABASE_URL`
+   */
+  DATABASE_READ_URL: z.url().optional(),
+  /**
+   * The most the replica may lag behind the primary, in ms, for reads to go to it (measured every second).
+   * @defaultValue 5000
+   */
+  DATABASE_READ_MAX_LAG_MS: intFromEnv(5000),
   /** Redis connection string. Redis must run with `maxmemory-policy noeviction`. */
   REDIS_URL: z.url().default('redis://127.0.0.1:6379'),
+  /**
+   * A Redis Cluster instead of `REDIS_URL`: some of its nodes, `host:port,host:port,…` (the client finds the
+   * rest). When set, it wins over `REDIS_URL`; the password and TLS of `REDIS_URL`, if any, are used for each.
+   * @defaultValue unset
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .transform((s, ctx) => hostPorts(s, 'REDIS_CLUSTER_NODES', ctx))
+    .optional(),
+  /**
+   * Redis Sentinel instead of `REDIS_URL`: its sentinels, `host:port,host:port,…`, with `REDIS_SENTINEL_NAME`.
+   * `REDIS_CLUSTER_NODES` wins over it; it wins over `REDIS_URL` (whose password, if any, is the master's).
+   * @defaultValue unset
+   */
+  REDIS_SENTINELS: z
+    .string()
+    .transform((s, ctx) => hostPorts(s, 'REDIS_SENTINELS', ctx))
+    .optional(),
+  /** The master's name the sentinels know (`sentinel monitor <name> …`). @defaultValue mymaster */
+  REDIS_SENTINEL_NAME: z.string().min(1).default('mymaster'),
   /** HTTP port of the API. Default 3000. */
   PORT: intFromEnv(3000),
   /**
@@ -34,8 +102,33 @@ export const envSchema = z.object({
    * @defaultValue .stampcard/operator-token
    */
   OPERATOR_TOKEN_FILE: z.string().min(1).default('.stampcard/operator-token'),
+  /**
+   * Bearer token of `/metrics` on every role (Prometheus's `authorization` credentials), 16 characters or more.
+   * Unset, `/metrics` answers 403 `METRICS_DISABLED` to everyone.
+   * @defaultValue unset
+   */
+  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
+  /**
+   * The port of the small listener a worker or a dispatcher process serves `/metrics`, `/livez` and `/readyz`
+   * on (the API serves them on `PORT`), on `HOST`; `0` turns it off. `npm start` gives it to the worker and
+   * `METRICS_PORT + 1` to the dispatcher.
+   * @defaultValue 9464
+   */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65_534).default(9464),
+  /**
+   * OpenTelemetry: the OTLP/HTTP collector's base URL (spans go to `<it>/v1/traces`). Unset, nothing is traced.
+   * @defaultValue unset
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().optional(),
   /** Prefix of every BullMQ key in Redis. Default `stampcard`. */
   QUEUE_PREFIX: z.string().min(1).default('stampcard'),
+  /**
+   * The hot queue (`loyalty-action-batches`, every accepted action) split in this many queues, 1 to 16: on a Redis
+   * Cluster each is a slot of its own, so its work spreads over the masters instead of loading one. The same on
+   * every process of a deployment; lower it only once the queues it drops are empty (docs/scaling.md).
+   * @defaultValue 1
+   */
+  QUEUE_SHARDS: z.coerce.number().int().min(1).max(16).default(1),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /**
    * How logs are written: `json`, one JSON object per line (for a log collector), or `pretty`, readable lines
@@ -49,10 +142,14 @@ export const envSchema = z.object({
    */
   WORKER_CONCURRENCY: intFromEnv(256, 1),
   /**
-   * Most actions applied in one transaction (a batch).
-   * @defaultValue 64
+   * Most actions applied in one transaction (a batch). Batches are as large as the queue is deep: at a steady
+   * rate they hold a few actions each, draining a backlog they fill up, and a transaction's fixed cost goes over
+   * more actions. On the reference machine 64 applied 6,100-6,400 actions a second, 128 8,000-8,500 and 256
+   * 9,200-9,400, but 256 made the webhooks after a burst of applies come in bursts too (end-to-end p99 324-346 ms
+   * at 1,000 actions/s, against 180-194 with 128).
+   * @defaultValue 128
    */
-  WORKER_BATCH_SIZE: intFromEnv(64, 1),
+  WORKER_BATCH_SIZE: intFromEnv(128, 1),
   /** Longest a worker waits to fill a batch, in ms. Default 2. */
   WORKER_BATCH_WAIT_MS: intFromEnv(2),
   /** How often the relay looks for accepted actions that are not in the queue, in ms. Default 5000. */
@@ -76,6 +173,28 @@ export const envSchema = z.object({
    * @defaultValue 2
    */
   EXPORT_CONCURRENCY: intFromEnv(2, 1),
+  /**
+   * Import uploads streaming in at once per API process (each holds a database connection in a transaction);
+   * one more is refused 429.
+   * @defaultValue 2
+   */
+  IMPORT_CONCURRENCY: intFromEnv(2, 1),
+  /**
+   * Days the audit log keeps an entry: the worker drops a month of it once all of that month is older.
+   * @defaultValue 365
+   */
+  AUDIT_RETENTION_DAYS: intFromEnv(365, 1),
+  /**
+   * Days events and their webhook messages (payloads, statuses) are kept: the worker drops a week of them once
+   * all of that week is older. Replays and the event feed answer clearly for what is past it.
+   * @defaultValue 90
+   */
+  EVENT_RETENTION_DAYS: intFromEnv(90, 1),
+  /**
+   * Days webhook delivery attempts (answers, latencies, errors) are kept; dropped a week at a time likewise.
+   * @defaultValue 30
+   */
+  ATTEMPT_RETENTION_DAYS: intFromEnv(30, 1),
   /**
    * A worker's job lock, in ms: the jobs of a worker that died are taken over by another within about
    * 1.5 times this (the lock runs out, then the next stalled-job check finds them).
@@ -194,6 +313,16 @@ export const envSchema = z.object({
    * @defaultValue 250
    */
   RATE_LIMIT_TIMEOUT_MS: intFromEnv(250, 1),
+  /**
+   * Answer every API request with a `Server-Timing` header: its total and, on the trigger routes, each stage
+   * of the accept (`limits`, `campaign`, `accept-wait`, `accept-run`, `hand-off`, `release`), in ms. For
+   * profiling (`npm run bench` sets it); it tells callers how the time was spent, so it is off by default.
+   * @defaultValue false
+   */
+  SERVER_TIMING: z
+    .enum(['true', 'false'])
+    .default('false')
+    .transform((v) => v === 'true'),
   /** Error bodies carry `supportUrl`; default: the errors section of this service's docs page, `/v1/docs#errors`. */
   SUPPORT_URL: z.url().optional(),
   /**
@@ -245,6 +374,11 @@ function parseEnv<T extends z.ZodType>(schema: T, env: RawEnv): z.infer<T> {
  */
 export function loadConfig(env: RawEnv = process.env): Config {
   const parsed = parseEnv(envSchema, env);
+  if (parsed.DATABASE_POOLER === 'transaction' && !parsed.DATABASE_DIRECT_URL) {
+    throw new ConfigError(
+      'Invalid environment variable DATABASE_DIRECT_URL: required with DATABASE_POOLER=transaction (migrations and partition maintenance need PostgreSQL itself)',
+    );
+  }
   // NODE_ENV's own default is development: only an environment that says so asks for pretty logs.
   const cfg = { ...parsed, LOG_FORMAT: parsed.LOG_FORMAT ?? logFormatFor(env.NODE_ENV) };
   if (cfg.NODE_ENV === 'production' && cfg.LOG_FORMAT === 'pretty') {
@@ -269,6 +403,14 @@ export * from './logger';
 export { keepOperatorToken } from './operator-token';
 
 /** What a migration needs and nothing else: `npm run db:migrate` runs without the service's secrets. */
-export function loadDatabaseConfig(env: RawEnv = process.env): Pick<Env, 'DATABASE_URL'> {
-  return parseEnv(envSchema.pick({ DATABASE_URL: true }), env);
+export function loadDatabaseConfig(
+  env: RawEnv = process.env,
+): Pick<Env, 'DATABASE_URL' | 'DATABASE_DIRECT_URL'> {
+  return parseEnv(envSchema.pick({ DATABASE_URL: true, DATABASE_DIRECT_URL: true }), env);
 }
+
+/** Where what needs PostgreSQL itself connects: `DATABASE_DIRECT_URL`, or `DATABASE_URL` without a pooler. */
+export const directDatabaseUrl = (config: {
+  DATABASE_URL: string;
+  DATABASE_DIRECT_URL?: string | undefined;
+}) => config.DATABASE_DIRECT_URL ?? config.DATABASE_URL;

@@ -3,7 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, createLogger, keepOperatorToken, loadConfig, loadDatabaseConfig } from '../src/index';
+import {
+  ConfigError,
+  createLogger,
+  directDatabaseUrl,
+  keepOperatorToken,
+  loadConfig,
+  loadDatabaseConfig,
+} from '../src/index';
 
 describe('loadConfig', () => {
   it('gives every setting its default on an empty environment, with a generated operator token', () => {
@@ -17,7 +24,7 @@ describe('loadConfig', () => {
       OPERATOR_TOKEN_FILE: '.stampcard/operator-token',
       QUEUE_PREFIX: 'stampcard',
       WORKER_CONCURRENCY: 256,
-      WORKER_BATCH_SIZE: 64,
+      WORKER_BATCH_SIZE: 128,
       operatorTokenGenerated: true,
     });
     expect(cfg.OPERATOR_TOKEN).toMatch(/^op_[0-9a-f]{48}$/);
@@ -44,6 +51,52 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WEBHOOK_DNS_SERVERS: 'dns.example.com' })).toThrow(
       /^Invalid environment variable WEBHOOK_DNS_SERVERS/,
     );
+  });
+
+  it('reads a Redis Cluster or Sentinel as host:port lists, and refuses what is not one', () => {
+    const c = loadConfig({ REDIS_CLUSTER_NODES: '10.0.0.1:7000, redis-b.internal:7001,[::1]:7002' });
+    expect(c.REDIS_CLUSTER_NODES).toEqual([
+      { host: '10.0.0.1', port: 7000 },
+      { host: 'redis-b.internal', port: 7001 },
+      { host: '::1', port: 7002 },
+    ]);
+    expect(loadConfig({}).REDIS_CLUSTER_NODES).toBeUndefined();
+    const s = loadConfig({ REDIS_SENTINELS: 's1:26379,s2:26379', REDIS_SENTINEL_NAME: 'stampcard' });
+    expect(s.REDIS_SENTINELS).toEqual([
+      { host: 's1', port: 26379 },
+      { host: 's2', port: 26379 },
+    ]);
+    expect(s.REDIS_SENTINEL_NAME).toBe('stampcard');
+    for (const bad of ['redis-a', 'a:0', 'a:70000', 'a:7000,b', ' , ', `a:1,${'x'.repeat(300)}:2`]) {
+      expect(() => loadConfig({ REDIS_CLUSTER_NODES: bad })).toThrow(/REDIS_CLUSTER_NODES/);
+    }
+    expect(() => loadConfig({ REDIS_SENTINELS: 'nope' })).toThrow(/REDIS_SENTINELS: "nope" is not host:port/);
+  });
+
+  it('behind a pooler in transaction mode, requires PostgreSQL itself as DATABASE_DIRECT_URL', () => {
+    expect(loadConfig({}).DATABASE_POOLER).toBe('none');
+    expect(() => loadConfig({ DATABASE_POOLER: 'transaction' })).toThrow(/DATABASE_DIRECT_URL: required/);
+    const c = loadConfig({
+      DATABASE_URL: 'postgres://app@pgbouncer:6432/stampcard',
+      DATABASE_POOLER: 'transaction',
+      DATABASE_DIRECT_URL: 'postgres://app@db:5432/stampcard',
+    });
+    expect(directDatabaseUrl(c)).toBe('postgres://app@db:5432/stampcard');
+    expect(directDatabaseUrl(loadConfig({}))).toBe(loadConfig({}).DATABASE_URL);
+    expect(() => loadConfig({ DATABASE_POOLER: 'session' })).toThrow(/DATABASE_POOLER/);
+  });
+
+  it('takes a read replica by DATABASE_READ_URL, with its lag bound', () => {
+    expect(loadConfig({}).DATABASE_READ_URL).toBeUndefined();
+    expect(loadConfig({}).DATABASE_READ_MAX_LAG_MS).toBe(5000);
+    const c = loadConfig({
+      DATABASE_READ_URL: 'postgres://app@replica:5432/stampcard',
+      DATABASE_READ_MAX_LAG_MS: '2000',
+    });
+    expect(c.DATABASE_READ_URL).toBe('postgres://app@replica:5432/stampcard');
+    expect(c.DATABASE_READ_MAX_LAG_MS).toBe(2000);
+    expect(() => loadConfig({ DATABASE_READ_URL: 'replica' })).toThrow(/DATABASE_READ_URL/);
+    expect(() => loadConfig({ DATABASE_READ_MAX_LAG_MS: '-1' })).toThrow(/DATABASE_READ_MAX_LAG_MS/);
   });
 
   it('requires OPERATOR_TOKEN in production', () => {

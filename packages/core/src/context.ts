@@ -1,4 +1,5 @@
-import type { Tx } from '@stampcard/db';
+import type { AuditActorKind, Tx } from '@stampcard/db';
+import { sql } from 'drizzle-orm';
 import type { Clock } from './clock';
 import { DomainError, unavailable } from './errors';
 import type { LookupCache } from './lookup-cache';
@@ -28,20 +29,59 @@ export type CommitState = {
 /** One batch of a deleted participant's erasure: its job's payload (and id). */
 export type ErasureStep = { participantId: string; batch: number };
 
+/** One batch of a participant import: its job's payload (and id). */
+export type ImportStep = { importId: string; batch: number };
+
 /**
  * What a committed write created that another process carries on: outbox events for the dispatcher to fan
- * out, QUEUED loyalty actions for the worker to apply, and the next batch of each erasure it left running.
+ * out, QUEUED loyalty actions for the worker to apply, and the next batch of each erasure or import it left running.
  */
-export type Created = { eventIds: string[]; actionIds: string[]; erasureSteps: ErasureStep[] };
+export type Created = {
+  eventIds: string[];
+  actionIds: string[];
+  erasureSteps: ErasureStep[];
+  importSteps: ImportStep[];
+};
 
 /**
  * The after-commit hand-off: told, once per committed write that created any, the ids of its events and
  * QUEUED actions and its erasures' next steps, never before its COMMIT succeeded and never for a write rolled
- * back or failed. The service queues their jobs here; a failure is the port's own to report (the rows are
+ * back or failed. The service queues their jobs here, and may answer before they are queued (the API does: a
+ * request's answer waits for its COMMIT, not its jobs); a failure is the port's own to report (the rows are
  * committed, and the worker's relay and the dispatcher's sweep pick up what was not queued), so it never
  * reaches the writer.
  */
 export type AfterCommit = (created: Created) => Promise<void>;
+
+/**
+ * Told how long a named stage of the work took, in ms (the API's `Server-Timing` answer header, when on):
+ * `stage` is a short token (`accept-wait`, `accept-insert`).
+ */
+export type Spans = (stage: string, ms: number) => void;
+
+/**
+ * Who makes a change, for the audit log: an API key (its id, its user, its account), a console session, a portal
+ * link, the operator API; the request it came in (`requestId`), and what carried it beyond the request (`via`: a
+ * participant import's id).
+ */
+export type AuditActor = {
+  kind: AuditActorKind;
+  id: string | null;
+  userId?: string | null;
+  accountId?: string | null;
+  requestId?: string | null;
+  via?: string | null;
+};
+
+/**
+ * Names the transaction's actor for the audit log's triggers (migration 0022): `stampcard.actor`, for this
+ * transaction only. A transaction that names none records nothing in the audit log.
+ */
+export function actAs(db: Tx, actor: AuditActor): Promise<void> {
+  return db
+    .execute(sql`select set_config('stampcard.actor', ${JSON.stringify(actor)}, true)`)
+    .then(() => undefined);
+}
 
 /**
  * What every domain operation runs with. `db` is the pool or, inside a unit of work, its transaction.
@@ -50,7 +90,9 @@ export type AfterCommit = (created: Created) => Promise<void>;
  * (see `CommitState`). `cache`, when given, serves the per-request look-ups (API key, campaign) and is told
  * of every change to what it holds. `afterCommit`, when given, is handed what each committed write created
  * (see `AfterCommit`); writers register it with `handOff`. `uncommitted` is set by `unitOfWork` and
- * `commitWrite` only: what their writes created so far, handed on once they commit.
+ * `commitWrite` only: what their writes created so far, handed on once they commit. `actor`, when given, is who
+ * the change is made by: every unit of work names it to the audit log (`actAs`). `spans`, when given, is told how
+ * long each measured stage took (see `Spans`).
  */
 export type Ctx = {
   db: Tx;
@@ -60,14 +102,17 @@ export type Ctx = {
   cache?: LookupCache;
   afterCommit?: AfterCommit;
   uncommitted?: Created;
+  actor?: AuditActor;
+  spans?: Spans;
 };
 
-const nothingCreated = (): Created => ({ eventIds: [], actionIds: [], erasureSteps: [] });
+const nothingCreated = (): Created => ({ eventIds: [], actionIds: [], erasureSteps: [], importSteps: [] });
 
 /** Hands what a committed write created to the port, if it created anything; the port's failure stays there. */
 async function handOver(ctx: Ctx, created: Created): Promise<void> {
-  const { eventIds, actionIds, erasureSteps } = created;
-  if (!ctx.afterCommit || eventIds.length + actionIds.length + erasureSteps.length === 0) return;
+  const { eventIds, actionIds, erasureSteps, importSteps } = created;
+  const count = eventIds.length + actionIds.length + erasureSteps.length + importSteps.length;
+  if (!ctx.afterCommit || count === 0) return;
   try {
     await ctx.afterCommit(created);
   } catch {
@@ -86,17 +131,20 @@ export async function handOff(ctx: Ctx, created: Partial<Created>): Promise<void
   const eventIds = created.eventIds ?? [];
   const actionIds = created.actionIds ?? [];
   const erasureSteps = created.erasureSteps ?? [];
+  const importSteps = created.importSteps ?? [];
   const into = ctx.uncommitted;
   if (!into) {
     return handOver(ctx, {
       eventIds: [...eventIds],
       actionIds: [...actionIds],
       erasureSteps: [...erasureSteps],
+      importSteps: [...importSteps],
     });
   }
   into.eventIds.push(...eventIds);
   into.actionIds.push(...actionIds);
   into.erasureSteps.push(...erasureSteps);
+  into.importSteps.push(...importSteps);
 }
 
 /**
@@ -188,6 +236,8 @@ export async function commitWrite<T>(
 ): Promise<T> {
   assertLive(ctx);
   if (ctx.uncommitted) return write(ctx);
+  // A change someone makes is recorded in the audit log by its transaction: the write gets one.
+  if (ctx.actor) return unitOfWork(ctx, async (tx) => write(tx), subject);
   const created = nothingCreated();
   const own: Ctx = { ...ctx, uncommitted: created };
   const commit = ctx.commit;
@@ -214,7 +264,8 @@ export async function commitWrite<T>(
  * `ctx.commit` is marked sent there: a deadline that passes from then on waits for the outcome. The
  * statements inside see no `commit`: only this COMMIT can land them. What they register (`handOff`) is
  * handed to `ctx.afterCommit` once, after the COMMIT succeeded, before this returns; a rollback or an error
- * hands on nothing. Nested in another unit (a savepoint), what it registered joins the outer unit's.
+ * hands on nothing. Nested in another unit (a savepoint), what it registered joins the outer unit's. With
+ * `ctx.actor`, the transaction names it to the audit log first (`actAs`).
  */
 export async function unitOfWork<T>(
   ctx: Ctx,
@@ -228,7 +279,12 @@ export async function unitOfWork<T>(
   let result: T;
   try {
     result = await ctx.db.transaction(async (db) => {
+      // Sent ahead of the unit's first statement, on the same connection: no round trip of its own. Its failure
+      // fails that statement too.
+      const naming = ctx.actor && !ctx.uncommitted ? actAs(db, ctx.actor) : undefined;
+      naming?.catch(() => undefined);
       const inner = await fn({ ...ctx, db, commit: undefined, uncommitted: created });
+      await naming;
       assertLive(ctx);
       committing = commit !== undefined;
       markSent(commit, subject);

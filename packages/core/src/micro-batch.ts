@@ -9,10 +9,18 @@ type Shape<I, O> = {
    */
   maxSize?: number;
   /**
-   * Longest an item waits for others before its batch runs, in ms.
+   * Longest an item waits for others before its batch runs, in ms. 0: none; the items submitted in the same
+   * turn of the event loop share a batch, which runs right after it (while `maxInFlight` batches run, items
+   * gather for the next one whatever this says).
    * @defaultValue 1
    */
   maxWaitMs?: number;
+  /**
+   * Names the batch's stages in each submitter's `spans`: `<name>-wait` (submitted → its batch sent) and
+   * `<name>-run` (the batch's `run`).
+   * @defaultValue none: no spans
+   */
+  name?: string;
   /**
    * Batches run at once; while they run, new items gather into the next one, so load makes batches larger
    * rather than more numerous.
@@ -55,11 +63,13 @@ export type MicroBatchOptions<I, O> = Shape<I, O> &
  * The caller an item is submitted for: its deadline and its commit state (see `Ctx`), and what names its
  * write (`CommitState.subject`).
  */
-export type Submitter = Pick<Ctx, 'signal' | 'commit'> & { subject?: Record<string, unknown> };
+export type Submitter = Pick<Ctx, 'signal' | 'commit' | 'spans'> & { subject?: Record<string, unknown> };
 
 type Pending<I, O> = {
   item: I;
   by: Submitter | undefined;
+  /** `performance.now()` at submit, when the submitter takes spans. */
+  at: number;
   resolve: (o: O) => void;
   reject: (e: unknown) => void;
 };
@@ -72,8 +82,10 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
   const maxSize = opts.maxSize ?? 64;
   const maxInFlight = opts.maxInFlight ?? 2;
   const landed = opts.landed;
+  const maxWaitMs = opts.maxWaitMs ?? 1;
+  const named = opts.name;
   let pending: Pending<I, O>[] = [];
-  let timer: NodeJS.Timeout | null = null;
+  let timer: NodeJS.Timeout | NodeJS.Immediate | null = null;
   const inFlight = new Set<Promise<void>>();
 
   /** The batch's fallback: each item alone, in turn, so a failure is its item's only. */
@@ -91,10 +103,19 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
   const runBatch = async (batch: Pending<I, O>[]) => {
     // From here the batch's statement is sent in this same turn: each member's write is in flight.
     if (landed) for (const p of batch) markSent(p.by?.commit, p.by?.subject);
+    const started = named ? performance.now() : 0;
+    if (named) for (const p of batch) p.by?.spans?.(`${named}-wait`, started - p.at);
+    const ran = () => {
+      if (!named) return;
+      const ms = performance.now() - started;
+      for (const p of batch) p.by?.spans?.(`${named}-run`, ms);
+    };
     let results: O[];
     try {
       results = await opts.run(batch.map((p) => p.item));
+      ran();
     } catch (error) {
+      ran();
       if (opts.retryAlone && batch.length > 1) {
         opts.onBatchError?.(error, batch.length);
         return eachAlone(batch);
@@ -113,7 +134,8 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
   /** Runs what is pending now, unless `maxInFlight` batches run: then when one of them ends. */
   const flush = (): void => {
     if (timer) {
-      clearTimeout(timer);
+      if (maxWaitMs > 0) clearTimeout(timer as NodeJS.Timeout);
+      else clearImmediate(timer as NodeJS.Immediate);
       timer = null;
     }
     if (pending.length === 0 || inFlight.size >= maxInFlight) return;
@@ -142,9 +164,9 @@ export function microBatch<I, O>(opts: MicroBatchOptions<I, O>) {
     /** `by`: the caller, whose item is dropped if it stops waiting before its batch runs. */
     submit(item: I, by?: Submitter): Promise<O> {
       return new Promise<O>((resolve, reject) => {
-        pending.push({ item, by, resolve, reject });
+        pending.push({ item, by, resolve, reject, at: named && by?.spans ? performance.now() : 0 });
         if (pending.length >= maxSize) flush();
-        else timer ??= setTimeout(flush, opts.maxWaitMs ?? 1);
+        else timer ??= maxWaitMs > 0 ? setTimeout(flush, maxWaitMs) : setImmediate(flush);
       });
     },
     flush,

@@ -1,9 +1,15 @@
 import {
   ACTION_STATUSES,
+  AUDIT_ACTIONS,
+  AUDIT_ACTOR_KINDS,
+  AUDIT_ENTITIES,
   CAMPAIGN_STATUSES,
   FORM_SUBMISSION_STATUSES,
   FRAUD_REASON_CODES,
   FRAUD_RISK_LEVELS,
+  IMPORT_COUNT_MODES,
+  IMPORT_FORMATS,
+  IMPORT_STATUSES,
   PARTICIPANT_REWARD_STATUSES,
   PARTICIPANT_SOURCES,
 } from '@stampcard/db';
@@ -162,3 +168,50 @@ export const CampaignRef = z.strictObject({
   currencyISO: z.string(),
 });
 export type CampaignRef = z.infer<typeof CampaignRef>;
+
+/** A participant import, as its `GET` answers it (`serializeImport`). */
+export const ParticipantImportView = z.strictObject({
+  id: z.string(),
+  campaignId: z.string(),
+  status: z.enum(IMPORT_STATUSES),
+  mode: z.enum(IMPORT_COUNT_MODES),
+  silent: z.boolean(),
+  format: z.enum(IMPORT_FORMATS),
+  columns: z.array(z.string()),
+  sizeBytes: z.number().int(),
+  rowsTotal: z.number().int().nullable(),
+  rowsDone: z.number().int(),
+  created: z.number().int(),
+  updated: z.number().int(),
+  unchanged: z.number().int(),
+  refused: z.number().int(),
+  loyaltyActionsQueued: z.number().int(),
+  refusedRows: z.array(z.strictObject({ row: z.number().int(), reason: z.string(), message: z.string() })),
+  refusedRowsUrl: z.string(),
+  error: text,
+  createdAt: time,
+  startedAt: time.nullable(),
+  finishedAt: time.nullable(),
+});
+export type ParticipantImportView = z.infer<typeof ParticipantImportView>;
+
+/** An entry of the audit log (`serializeAuditEntry`): a change, who made it, and the columns it changed. */
+export const AuditEntryView = z.strictObject({
+  id: z.string(),
+  at: time,
+  accountId: text,
+  campaignId: text,
+  actor: z.strictObject({
+    kind: z.enum(AUDIT_ACTOR_KINDS),
+    id: text,
+    userId: text,
+    requestId: text,
+    via: text,
+  }),
+  entity: z.enum(AUDIT_ENTITIES),
+  entityId: z.string(),
+  action: z.enum(AUDIT_ACTIONS),
+  before: z.record(z.string(), z.unknown()).nullable(),
+  after: z.record(z.string(), z.unknown()).nullable(),
+});
+export type AuditEntryView = z.infer<typeof AuditEntryView>;

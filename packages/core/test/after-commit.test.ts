@@ -57,6 +57,7 @@ function recordingPort(): { port: AfterCommit; calls: Call[] } {
         eventIds: [...created.eventIds],
         actionIds: [...created.actionIds],
         erasureSteps: [...created.erasureSteps],
+        importSteps: [...created.importSteps],
       },
       seen: { events: seenEvents.map((r) => r.id).sort(), actions: seenActions.map((r) => r.id).sort() },
     });
@@ -155,7 +156,12 @@ describe('the after-commit hand-off', () => {
       return { kept, dropped };
     });
     expect(calls).toHaveLength(1);
-    expect(calls[0]!.created).toEqual({ eventIds: ids.kept, actionIds: [], erasureSteps: [] });
+    expect(calls[0]!.created).toEqual({
+      eventIds: ids.kept,
+      actionIds: [],
+      erasureSteps: [],
+      importSteps: [],
+    });
     expect(calls[0]!.seen.events).toEqual(ids.kept);
     expect(await other.db.select().from(events).where(inArray(events.id, ids.dropped))).toEqual([]);
   });
@@ -196,7 +202,7 @@ describe('the after-commit hand-off', () => {
     );
     expect(calls).toEqual([
       {
-        created: { eventIds: [], actionIds: [action!.id], erasureSteps: [] },
+        created: { eventIds: [], actionIds: [action!.id], erasureSteps: [], importSteps: [] },
         seen: { events: [], actions: [action!.id] },
       },
     ]);
@@ -239,7 +245,7 @@ describe('the after-commit hand-off', () => {
       { actionIds: ['act_committed_elsewhere'] },
     );
     expect(calls.map((c) => c.created)).toEqual([
-      { eventIds: [], actionIds: ['act_committed_elsewhere'], erasureSteps: [] },
+      { eventIds: [], actionIds: ['act_committed_elsewhere'], erasureSteps: [], importSteps: [] },
     ]);
   });
 

@@ -7,10 +7,10 @@ import {
   PENDING_COUNT_CAP,
   pendingMessages,
 } from '@stampcard/core';
-import { type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { type MessageStatus, webhookMessages } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { makeCampaign, makeWorld } from '../../../test/support/factories';
+import { makeCampaign, makeEndpoint, makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -33,21 +33,10 @@ describe('endpointsWithHealth', () => {
     const theirs = await makeWorld(ctx);
     let made = 0;
     const endpoint = async (campaignId: string, more: { deletedAt?: Date } = {}) => {
-      const id = newId('webhookEndpoint');
+      const accountId = campaignId === theirs.campaign.id ? theirs.account.id : mine.account.id;
       // Each a second apart: the list's order is (created_at, id).
       const at = new Date(NOW.getTime() - 3600_000 * 48 + 1000 * made++);
-      await ctx.db.insert(webhookEndpoints).values({
-        id,
-        campaignId,
-        url: `https://hooks.example.com/${id}`,
-        kind: 'NOTIFY',
-        eventTypes: [],
-        secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
-        createdAt: at,
-        updatedAt: at,
-        ...more,
-      });
-      return id;
+      return makeEndpoint(ctx, { accountId, campaignId }, { createdAt: at, updatedAt: at, ...more });
     };
     const a = await endpoint(mine.campaign.id);
     const b = await endpoint(mine.campaign.id);
@@ -128,18 +117,11 @@ describe('endpointsWithHealth', () => {
   it('counts pending messages up to a bound, and says when there are more', async () => {
     const ctx: Ctx = { db: testDb.db, clock };
     const w = await makeWorld(ctx);
-    const id = newId('webhookEndpoint');
-    await ctx.db.insert(webhookEndpoints).values({
-      id,
-      campaignId: w.campaign.id,
-      url: `https://hooks.example.com/${id}`,
-      kind: 'NOTIFY',
-      eventTypes: [],
-      enabled: false,
-      secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
-      createdAt: NOW,
-      updatedAt: NOW,
-    });
+    const id = await makeEndpoint(
+      ctx,
+      { accountId: w.account.id, campaignId: w.campaign.id },
+      { enabled: false, createdAt: NOW, updatedAt: NOW },
+    );
     const at = NOW.toISOString();
     await ctx.db.execute(sql`
       insert into ${webhookMessages}
@@ -151,17 +133,11 @@ describe('endpointsWithHealth', () => {
     expect(listed).toMatchObject({ id, pending: PENDING_COUNT_CAP, pendingCapped: true });
 
     const empty = await makeWorld(ctx);
-    const none = newId('webhookEndpoint');
-    await ctx.db.insert(webhookEndpoints).values({
-      id: none,
-      campaignId: empty.campaign.id,
-      url: `https://hooks.example.com/${none}`,
-      kind: 'NOTIFY',
-      eventTypes: [],
-      secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
-      createdAt: NOW,
-      updatedAt: NOW,
-    });
+    const none = await makeEndpoint(
+      ctx,
+      { accountId: empty.account.id, campaignId: empty.campaign.id },
+      { createdAt: NOW, updatedAt: NOW },
+    );
     expect(await pendingMessages(ctx, none)).toEqual({ pending: 0, pendingCapped: false });
   });
 });

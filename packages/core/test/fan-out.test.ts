@@ -1,8 +1,8 @@
-import { type Ctx, fanOutEvents, newId, recordEvents, systemClock } from '@stampcard/core';
-import { webhookEndpoints, webhookMessages } from '@stampcard/db';
-import { eq } from 'drizzle-orm';
+import { type Ctx, fanOutEvents, type NewEvent, recordEvents, systemClock } from '@stampcard/core';
+import { events, webhookMessages } from '@stampcard/db';
+import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { makeWorld } from '../../../test/support/factories';
+import { makeEndpoint, makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -11,33 +11,27 @@ import { useTestDb } from '../../../test/support/use';
  */
 const testDb = useTestDb();
 
+/** An endpoint of the world's campaign that takes `eventTypes` (every type when empty). */
+const insertEndpoint = (
+  ctx: Ctx,
+  w: { account: { id: string }; campaign: { id: string } },
+  eventTypes: string[],
+  more: { enabled?: boolean; deletedAt?: Date } = {},
+) => makeEndpoint(ctx, { accountId: w.account.id, campaignId: w.campaign.id }, { eventTypes, ...more });
+
 describe("fan-out's event filter, in PostgreSQL", () => {
   it('an endpoint gets the types it lists, every type when it lists none, and a deleted one gets nothing', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const w = await makeWorld(ctx);
     const campaignId = w.campaign.id;
-    const now = new Date();
-    const endpoint = async (eventTypes: string[], more: { enabled?: boolean; deletedAt?: Date } = {}) => {
-      const id = newId('webhookEndpoint');
-      await ctx.db.insert(webhookEndpoints).values({
-        id,
-        campaignId,
-        url: `https://hooks.example.com/${id}`,
-        kind: 'NOTIFY',
-        eventTypes,
-        secret: `whsec_${Buffer.from('0123456789abcdef0123456789abcdef').toString('base64')}`,
-        createdAt: now,
-        updatedAt: now,
-        ...more,
-      });
-      return id;
-    };
+    const endpoint = (eventTypes: string[], more: { enabled?: boolean; deletedAt?: Date } = {}) =>
+      insertEndpoint(ctx, w, eventTypes, more);
     const all = await endpoint([]);
     const ended = await endpoint(['CAMPAIGN_ENDED']);
     const deletions = await endpoint(['PARTICIPANT_REWARD_DELETED']);
     const both = await endpoint(['PARTICIPANT_REWARD_DELETED', 'CAMPAIGN_ENDED']);
     const heldEnded = await endpoint(['CAMPAIGN_ENDED'], { enabled: false });
-    const deletedAll = await endpoint([], { deletedAt: now });
+    const deletedAll = await endpoint([], { deletedAt: new Date() });
 
     const campaign = { id: campaignId, name: 'c', status: 'COMPLETE' as const, currencyISO: 'USD' };
     const [endedEvent, deletedEvent] = await recordEvents(ctx, [
@@ -67,5 +61,120 @@ describe("fan-out's event filter, in PostgreSQL", () => {
     expect(out.scheduled.map((s) => s.endpointId).sort()).toEqual(
       [all, all, ended, deletions, both, both].sort(),
     );
+  });
+
+  describe('sequence numbers per (endpoint, participant)', () => {
+    /** A world with an endpoint taking every type and one taking only rewards reached. */
+    async function world() {
+      const ctx: Ctx = { db: testDb.db, clock: systemClock };
+      const w = await makeWorld(ctx);
+      const all = await insertEndpoint(ctx, w, []);
+      const goals = await insertEndpoint(ctx, w, ['PARTICIPANT_REACHED_A_GOAL']);
+      const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
+      // Only the participant's id matters to the fan-out: the rest of each event's data is left out.
+      const event = (participantId: string, type = 'LOYALTY_ACTION_APPLIED') =>
+        ({
+          campaignId: w.campaign.id,
+          type,
+          data: { participant: { id: participantId }, campaign },
+        }) as NewEvent;
+      /** (event, sequence) of an endpoint's messages of a participant, in event order. */
+      const numbers = async (endpointId: string, participantId: string | null) =>
+        (
+          await ctx.db
+            .select({ eventId: webhookMessages.eventId, sequence: webhookMessages.sequence })
+            .from(webhookMessages)
+            .innerJoin(events, eq(events.id, webhookMessages.eventId))
+            .where(
+              and(
+                eq(webhookMessages.endpointId, endpointId),
+                participantId === null
+                  ? isNull(webhookMessages.participantId)
+                  : eq(webhookMessages.participantId, participantId),
+              ),
+            )
+            .orderBy(asc(events.seq))
+        ).map((m) => [m.eventId, m.sequence]);
+      return { ctx, w, all, goals, campaign, event, numbers };
+    }
+
+    it('numbers each pair 1, 2, 3… in event order, an endpoint counting only what it gets, none without a participant', async () => {
+      const { ctx, all, goals, campaign, event, numbers, w } = await world();
+      const first = await recordEvents(ctx, [
+        event('prt_a'),
+        event('prt_b'),
+        event('prt_a', 'PARTICIPANT_REACHED_A_GOAL'),
+        { campaignId: w.campaign.id, type: 'CAMPAIGN_ENDED', data: { campaign } },
+      ]);
+      await fanOutEvents(ctx, first);
+      const second = await recordEvents(ctx, [event('prt_a'), event('prt_a', 'PARTICIPANT_REACHED_A_GOAL')]);
+      await fanOutEvents(ctx, second);
+      expect(await numbers(all, 'prt_a')).toEqual([
+        [first[0], 1],
+        [first[2], 2],
+        [second[0], 3],
+        [second[1], 4],
+      ]);
+      expect(await numbers(all, 'prt_b')).toEqual([[first[1], 1]]);
+      expect(await numbers(goals, 'prt_a')).toEqual([
+        [first[2], 1],
+        [second[1], 2],
+      ]);
+      expect(await numbers(all, null)).toEqual([[first[3], null]]);
+    });
+
+    it('an event waits while an earlier one of its participant is held by another fan-out, then follows it', async () => {
+      const { ctx, all, event, numbers } = await world();
+      const [early] = await recordEvents(ctx, [event('prt_c')]);
+      const [late, other] = await recordEvents(ctx, [event('prt_c'), event('prt_d')]);
+      // Another fan-out holds the earlier event (its transaction has it locked and has not committed).
+      let release!: () => void;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const holder = testDb.db.transaction(async (tx) => {
+        await tx.execute(sql`select 1 from ${events} where id = ${early!} for update`);
+        locked();
+        await held;
+      });
+      await isLocked;
+      const out = await fanOutEvents(ctx, [late!, other!]);
+      expect(out.events).toBe(1);
+      expect(out.deferred).toEqual([late]);
+      expect(await numbers(all, 'prt_c')).toEqual([]);
+      expect(await numbers(all, 'prt_d')).toEqual([[other, 1]]);
+      release();
+      await holder;
+      // The sweep (no ids) takes both, the earlier first.
+      expect((await fanOutEvents(ctx)).events).toBeGreaterThanOrEqual(2);
+      expect(await numbers(all, 'prt_c')).toEqual([
+        [early, 1],
+        [late, 2],
+      ]);
+    });
+
+    it('fan-outs racing over one participant’s events still number them in event order, with no gap', async () => {
+      const { ctx, all, event, numbers } = await world();
+      const ids: string[] = [];
+      for (let i = 0; i < 6; i++) ids.push(...(await recordEvents(ctx, [event('prt_e'), event('prt_e')])));
+      // Each batch fanned out on its own, all at once and newest first, as dispatchers may take their jobs.
+      await Promise.all(
+        [...ids.keys()]
+          .filter((i) => i % 2 === 0)
+          .reverse()
+          .map((i) => fanOutEvents(ctx, [ids[i]!, ids[i + 1]!])),
+      );
+      for (let pass = 0; pass < 5; pass++) await fanOutEvents(ctx);
+      const left = await ctx.db
+        .select({ id: events.id })
+        .from(events)
+        .where(and(inArray(events.id, ids), isNull(events.dispatchedAt)));
+      expect(left).toEqual([]);
+      expect(await numbers(all, 'prt_e')).toEqual(ids.map((id, i) => [id, i + 1]));
+    });
   });
 });

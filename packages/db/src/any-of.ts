@@ -8,3 +8,8 @@ import { type Column, type SQL, sql } from 'drizzle-orm';
 export function anyOf(column: Column, values: readonly string[]): SQL {
   return sql`${column} = any(${sql.param([...values])}::text[])`;
 }
+
+/** `column = any($1::timestamptz[])`, the same for times: a partition key's values, for PostgreSQL to prune by. */
+export function anyTime(column: Column, values: readonly Date[]): SQL {
+  return sql`${column} = any(${sql.param(values.map((v) => v.toISOString()))}::text[]::timestamptz[])`;
+}

@@ -4,7 +4,8 @@ import { connectPostgres } from './connect';
 import * as schema from './schema/index';
 
 export type Schema = typeof schema;
-export type Database = PostgresJsDatabase<Schema>;
+/** The pool behind it too (`$client`), for what drizzle cannot send: statements pipelined in one transaction. */
+export type Database = PostgresJsDatabase<Schema> & { $client: postgres.Sql };
 /** A database handle or an open transaction: query functions accept either. */
 export type Tx = Database | Parameters<Parameters<Database['transaction']>[0]>[0];
 
@@ -41,6 +42,14 @@ export type CreateDbOptions = {
    * @defaultValue 1000
    */
   reconnectMaxMs?: number;
+  /**
+   * `transaction`: the URL is a pooler in transaction mode (PgBouncer). Statements are not prepared (a prepared
+   * statement lives on one server connection, which the next transaction may not get) and no session setting is
+   * sent at connect (PgBouncer refuses them): the role's own settings bound statements, locks and idle
+   * transactions instead (docs/scaling.md).
+   * @defaultValue none
+   */
+  pooler?: 'none' | 'transaction';
 };
 
 /** The wait before reconnect attempt `n` (seconds, as postgres.js takes it): 50 ms doubling to `capMs`, jittered. */
@@ -55,16 +64,21 @@ export function reconnectBackoff(capMs: number) {
  */
 export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
   const statementTimeout = opts.statementTimeoutMs ?? 3000;
+  const pooled = opts.pooler === 'transaction';
   const sql = connectPostgres(url, {
     max: opts.max ?? 10,
     connect_timeout: opts.connectTimeoutSeconds ?? 5,
     onnotice: () => {},
     backoff: reconnectBackoff(opts.reconnectMaxMs ?? 1000),
-    connection: {
-      statement_timeout: statementTimeout,
-      lock_timeout: statementTimeout,
-      idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 10_000,
-    },
+    ...(pooled
+      ? { prepare: false }
+      : {
+          connection: {
+            statement_timeout: statementTimeout,
+            lock_timeout: statementTimeout,
+            idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? 10_000,
+          },
+        }),
   });
   const db = drizzle(sql, { schema });
   return { db, sql, close: () => sql.end({ timeout: 5 }) };

@@ -1,77 +1,96 @@
-import { and, eq, lte, or, sql } from 'drizzle-orm';
-import type { Tx } from './client';
-import { idempotencyKeys } from './schema/idempotency';
+import { sql } from 'drizzle-orm';
+import type { Database, Tx } from './client';
+import { IDEMPOTENCY_TTL_MS, idempotencyKeys } from './schema/idempotency';
 
 export type IdempotencyRow = typeof idempotencyKeys.$inferSelect;
 
-export type IdempotencyClaim = {
+/** A claim's row: the key, the day it started (its partition) and the token of the claim. */
+export type IdempotencyClaimed = {
   scope: string;
   key: string;
+  /** A token of this claim only: `recordIdempotentAnswer` and `releaseIdempotencyKey` act on it alone. */
+  claimToken: string;
+  /** When the request started: the claim's row lies in this day's partition. */
+  startedAt: Date;
+};
+
+export type IdempotencyClaim = IdempotencyClaimed & {
   requestHash: string;
   method: string;
   path: string;
-  /** A token of this claim only: `recordIdempotentAnswer` and `releaseIdempotencyKey` act on it alone. */
-  claimToken: string;
-  now: Date;
   lockedUntil: Date;
   expiresAt: Date;
 };
 
+/** A row as `to_jsonb` spells it (timestamps as ISO strings). */
+type RowJson = { [column: string]: unknown };
+
+const rowOf = (j: RowJson): IdempotencyRow => ({
+  scope: j.scope as string,
+  key: j.key as string,
+  requestHash: j.request_hash as string,
+  method: j.method as string,
+  path: j.path as string,
+  state: j.state as IdempotencyRow['state'],
+  claimToken: j.claim_token as string,
+  responseStatus: j.response_status as number | null,
+  responseContentType: j.response_content_type as string | null,
+  responseHeaders: j.response_headers as Record<string, string> | null,
+  responseBody: j.response_body as string | null,
+  subjects: j.subjects as string[] | null,
+  startedAt: new Date(j.started_at as string),
+  lockedUntil: new Date(j.locked_until as string),
+  expiresAt: new Date(j.expires_at as string),
+});
+
 /**
- * Claims a key in ONE statement: inserted when new, taken over when the row there has expired, or is a
- * `RUNNING` claim of the same request whose `lockedUntil` has passed (its process died). Answers `claimed`,
- * or the row that holds the key (another request, one still running, or an answer to replay). A row that
- * vanishes between the two statements (its request failed and released it) is claimed again: at most three
- * tries, then the last holder is answered as running.
+ * Claims a key: a new row when no live row holds it, or in place of a `RUNNING` claim of the same request
+ * whose `lockedUntil` has passed (its process died). Answers `claimed`, or the row that holds the key (another
+ * request, one still running, or an answer to replay).
+ *
+ * The rows are partitioned by day, so no unique index can see a key's rows of two days at once: a transaction
+ * locks the key (`pg_advisory_xact_lock` on its hash), then one statement reads the key's live row (the newest
+ * started in the last 24 h: today's partition or yesterday's), and inserts the claim's row when there is none,
+ * or deletes a dead claim's row and inserts in its place. The statement's snapshot is taken after the lock is
+ * granted, so it sees every claim of the key made before. The lock, the statement and the commit go to
+ * PostgreSQL pipelined: one round trip more than an unlocked `INSERT`. Claims of one key run one after the
+ * other; claims of other keys never wait on each other (but for a hash collision, which only makes one wait).
  */
 export async function claimIdempotencyKey(
-  db: Tx,
+  db: Database,
   claim: IdempotencyClaim,
 ): Promise<{ claimed: true } | { claimed: false; row: IdempotencyRow }> {
-  const values = {
-    scope: claim.scope,
-    key: claim.key,
-    requestHash: claim.requestHash,
-    method: claim.method,
-    path: claim.path,
-    state: 'RUNNING' as const,
-    claimToken: claim.claimToken,
-    startedAt: claim.now,
-    lockedUntil: claim.lockedUntil,
-    expiresAt: claim.expiresAt,
-  };
-  for (let attempt = 0; ; attempt++) {
-    const taken = await db
-      .insert(idempotencyKeys)
-      .values(values)
-      .onConflictDoUpdate({
-        target: [idempotencyKeys.scope, idempotencyKeys.key],
-        set: {
-          ...values,
-          responseStatus: null,
-          responseContentType: null,
-          responseHeaders: null,
-          responseBody: null,
-          subjects: null,
-        },
-        setWhere: or(
-          lte(idempotencyKeys.expiresAt, claim.now),
-          and(
-            eq(idempotencyKeys.state, 'RUNNING'),
-            lte(idempotencyKeys.lockedUntil, claim.now),
-            eq(idempotencyKeys.requestHash, claim.requestHash),
-          ),
-        ),
-      })
-      .returning({ key: idempotencyKeys.key });
-    if (taken.length > 0) return { claimed: true };
-    const [row] = await db
-      .select()
-      .from(idempotencyKeys)
-      .where(and(eq(idempotencyKeys.scope, claim.scope), eq(idempotencyKeys.key, claim.key)));
-    if (row) return { claimed: false, row };
-    if (attempt >= 2) throw new Error('Idempotency key claim did not settle after three tries');
-  }
+  const now = claim.startedAt.toISOString();
+  const since = new Date(claim.startedAt.getTime() - IDEMPOTENCY_TTL_MS).toISOString();
+  const [, [result]] = await db.$client.begin((tx) => [
+    tx`select pg_advisory_xact_lock(hashtextextended(${`${claim.scope}\n${claim.key}`}, 0))`,
+    tx<{ claimed: number; held: RowJson | string | null }[]>`
+      with live as (
+        select * from idempotency_keys
+        where scope = ${claim.scope} and key = ${claim.key}
+          and started_at > ${since}::timestamptz and expires_at > ${now}::timestamptz
+        order by started_at desc
+        limit 1
+      ), lapsed as (
+        delete from idempotency_keys k using live
+        where k.scope = live.scope and k.key = live.key and k.started_at = live.started_at
+          and live.state = 'RUNNING' and live.locked_until <= ${now}::timestamptz
+          and live.request_hash = ${claim.requestHash}
+        returning 1
+      ), made as (
+        insert into idempotency_keys (scope, key, request_hash, method, path, state, claim_token, started_at,
+          locked_until, expires_at)
+        select ${claim.scope}, ${claim.key}, ${claim.requestHash}, ${claim.method}, ${claim.path}, 'RUNNING',
+          ${claim.claimToken}, ${now}::timestamptz, ${claim.lockedUntil.toISOString()}::timestamptz,
+          ${claim.expiresAt.toISOString()}::timestamptz
+        where not exists (select 1 from live) or exists (select 1 from lapsed)
+        returning 1
+      )
+      select (select count(*) from made)::int as claimed, (select to_jsonb(live) from live) as held`,
+  ]);
+  if (result!.claimed > 0) return { claimed: true };
+  const held = typeof result!.held === 'string' ? (JSON.parse(result!.held) as RowJson) : result!.held!;
+  return { claimed: false, row: rowOf(held) };
 }
 
 export type IdempotentAnswer = {
@@ -83,68 +102,34 @@ export type IdempotentAnswer = {
   subjects: string[];
 };
 
-/** The claim's request answered: the row becomes `DONE` with the answer to replay, until it expires. */
+/**
+ * The claim's request answered: the row becomes `DONE` with the answer to replay, until it expires. Like the
+ * claim, a statement of postgres.js's own, prepared once per connection: drizzle sends its statements
+ * unprepared, and planning one over a partitioned table cost as much again as running it.
+ */
 export async function recordIdempotentAnswer(
-  db: Tx,
-  where: { scope: string; key: string; claimToken: string },
+  db: Database,
+  where: IdempotencyClaimed,
   answer: IdempotentAnswer,
 ): Promise<boolean> {
-  const done = await db
-    .update(idempotencyKeys)
-    .set({
-      state: 'DONE',
-      responseStatus: answer.status,
-      responseContentType: answer.contentType,
-      responseHeaders: answer.headers,
-      responseBody: answer.body,
-      subjects: answer.subjects.length > 0 ? answer.subjects : null,
-    })
-    .where(
-      and(
-        eq(idempotencyKeys.scope, where.scope),
-        eq(idempotencyKeys.key, where.key),
-        eq(idempotencyKeys.claimToken, where.claimToken),
-        eq(idempotencyKeys.state, 'RUNNING'),
-      ),
-    )
-    .returning({ key: idempotencyKeys.key });
+  const done = await db.$client`
+    update idempotency_keys
+    set state = 'DONE', response_status = ${answer.status}, response_content_type = ${answer.contentType},
+      response_headers = ${JSON.stringify(answer.headers)}::jsonb, response_body = ${answer.body},
+      subjects = ${answer.subjects.length > 0 ? answer.subjects : null}::text[]
+    where scope = ${where.scope} and key = ${where.key}
+      and started_at = ${where.startedAt.toISOString()}::timestamptz and claim_token = ${where.claimToken}
+      and state = 'RUNNING'
+    returning 1`;
   return done.length > 0;
 }
 
 /** The claim's request did nothing that must be replayed (a 5xx, a 409): the key is free again. */
-export async function releaseIdempotencyKey(
-  db: Tx,
-  where: { scope: string; key: string; claimToken: string },
-): Promise<void> {
-  await db
-    .delete(idempotencyKeys)
-    .where(
-      and(
-        eq(idempotencyKeys.scope, where.scope),
-        eq(idempotencyKeys.key, where.key),
-        eq(idempotencyKeys.claimToken, where.claimToken),
-      ),
-    );
-}
-
-/**
- * Deletes up to `limit` rows that expired before `now` (oldest first, through the expiry index) and answers
- * how many. A bounded statement: the purge deletes a backlog in several, never in one long lock.
- */
-export async function purgeIdempotencyKeys(db: Tx, now: Date, limit = 1000): Promise<number> {
-  const at = sql`${now.toISOString()}::timestamptz`;
-  const deleted = await db.execute<{ key: string }>(sql`
-    delete from ${idempotencyKeys} k
-    using (
-      select scope, key from ${idempotencyKeys}
-      where expires_at <= ${at}
-      order by expires_at
-      limit ${limit}
-      for update skip locked
-    ) d
-    where k.scope = d.scope and k.key = d.key and k.expires_at <= ${at}
-    returning k.key`);
-  return deleted.length;
+export async function releaseIdempotencyKey(db: Database, where: IdempotencyClaimed): Promise<void> {
+  await db.$client`
+    delete from idempotency_keys
+    where scope = ${where.scope} and key = ${where.key}
+      and started_at = ${where.startedAt.toISOString()}::timestamptz and claim_token = ${where.claimToken}`;
 }
 
 /**
@@ -163,8 +148,8 @@ export async function scrubIdempotentAnswers(
   const subjects = sql`array[${subject}]::text[]`;
   let total = 0;
   for (let n = 0; n < maxBatches; n++) {
-    const rows = await db.execute<{ scope: string; key: string; body: string | null }>(sql`
-      select scope, key, response_body as body from ${idempotencyKeys}
+    const rows = await db.execute<{ scope: string; key: string; started: string; body: string | null }>(sql`
+      select scope, key, started_at::text as started, response_body as body from ${idempotencyKeys}
       where subjects @> ${subjects} and subjects is not null
       limit ${batch}
       for update`);
@@ -172,13 +157,14 @@ export async function scrubIdempotentAnswers(
     const input = rows.map((r) => ({
       scope: r.scope,
       key: r.key,
+      started: r.started,
       body: r.body === null ? null : scrub(r.body),
     }));
     await db.execute(sql`
       update ${idempotencyKeys} k
       set response_body = u.body, subjects = nullif(array_remove(k.subjects, ${subject}), '{}')
-      from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as u(scope text, key text, body text)
-      where k.scope = u.scope and k.key = u.key`);
+      from jsonb_to_recordset(${JSON.stringify(input)}::jsonb) as u(scope text, key text, started timestamptz, body text)
+      where k.scope = u.scope and k.key = u.key and k.started_at = u.started`);
     total += rows.length;
     if (rows.length < batch) return total;
   }

@@ -3,4 +3,6 @@ export * from './client';
 export * from './connect';
 export * from './idempotency';
 export * from './migrate';
+export * from './partitions';
+export * from './replica';
 export * from './schema/index';

@@ -1,14 +1,15 @@
-import { ConfigError, loadDatabaseConfig, safeError } from '@stampcard/config';
+import { ConfigError, directDatabaseUrl, loadDatabaseConfig, safeError } from '@stampcard/config';
 import { runMigrations } from './migrate';
 
 /**
- * `npm run db:migrate`: needs only DATABASE_URL (no OPERATOR_TOKEN, also in production). Every failure is one
+ * `npm run db:migrate`: needs only DATABASE_URL, or DATABASE_DIRECT_URL past a pooler (no OPERATOR_TOKEN, also in
+ * production). Every failure is one
  * line and exit code 1, never a stack trace.
  */
 async function main() {
   let url: string;
   try {
-    url = loadDatabaseConfig().DATABASE_URL;
+    url = directDatabaseUrl(loadDatabaseConfig());
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     console.error(err.message);

@@ -1,3 +1,6 @@
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate } from 'drizzle-orm/postgres-js/migrator';
@@ -26,12 +29,32 @@ export async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
-/** Applies the committed migrations; safe to run on every start (already applied ones are skipped). */
-export async function runMigrations(url: string): Promise<void> {
+/**
+ * A copy of the migrations folder whose journal stops before migration `tag` (its file name without `.sql`), in
+ * a temporary folder: a database migrated from it is one of an earlier release (upgrade tests and benches).
+ */
+export function migrationsBefore(tag: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'stampcard-migrations-'));
+  cpSync(migrationsFolder, dir, { recursive: true });
+  const journalPath = join(dir, 'meta', '_journal.json');
+  const journal = JSON.parse(readFileSync(journalPath, 'utf8'));
+  const at = journal.entries.findIndex((e: { tag: string }) => e.tag === tag);
+  if (at < 0) throw new Error(`no migration ${tag}`);
+  journal.entries = journal.entries.slice(0, at);
+  writeFileSync(journalPath, JSON.stringify(journal));
+  return dir;
+}
+
+/**
+ * Applies the committed migrations; safe to run on every start (already applied ones are skipped).
+ * @param folder - the migrations to apply
+ * @defaultValue folder - every committed migration (`migrationsFolder`)
+ */
+export async function runMigrations(url: string, folder = migrationsFolder): Promise<void> {
   await ensureDatabase(url);
   const sql = connectPostgres(url, { max: 1, onnotice: () => {} });
   try {
-    await migrate(drizzle(sql), { migrationsFolder });
+    await migrate(drizzle(sql), { migrationsFolder: folder });
   } finally {
     await sql.end({ timeout: 5 });
   }

@@ -3,13 +3,27 @@ import { z } from 'zod';
 
 /** Which process runs a job: the worker applies actions, the dispatcher fans events out and delivers them. */
 export type Consumer = 'worker' | 'dispatcher';
-type JobDefinition = { queue: string; consumer: Consumer; payload: z.ZodType; options: JobsOptions };
+type JobDefinition = {
+  queue: string;
+  consumer: Consumer;
+  payload: z.ZodType;
+  options: JobsOptions;
+  /**
+   * Its queue is split in `QUEUE_SHARDS` queues (`<queue>`, `<queue>-1`, …), each a slot of its own on a Redis
+   * Cluster, and producers spread its jobs over them (see `shardNames`). Only for jobs added without an id: a
+   * job with one must be found again by it, in one queue.
+   */
+  sharded?: true;
+};
 
 /**
  * The job catalog, shared by producers (API, relay) and consumers (worker): each job's name, keyed as BullMQ
  * names it (`entity.verb`), gives its queue, its payload schema and its retry policy. `JobPayload<N>` is the
  * payload type of job `N`, so a producer cannot enqueue, nor a processor receive, the wrong shape.
  */
+/** A W3C Trace Context `traceparent` carried in a job's data (tracing on): at most its 55 characters and some. */
+const TRACEPARENT = z.string().max(64);
+
 export const JOBS = {
   'loyalty-action.apply': {
     queue: 'loyalty-actions',
@@ -30,7 +44,13 @@ export const JOBS = {
   'loyalty-action-batch.apply': {
     queue: 'loyalty-action-batches',
     consumer: 'worker',
-    payload: z.strictObject({ actionIds: z.array(z.string().startsWith('act_')).min(1).max(64) }),
+    // Every accepted action goes through it: the hot queue, spread over the shards.
+    sharded: true,
+    payload: z.strictObject({
+      actionIds: z.array(z.string().startsWith('act_')).min(1).max(64),
+      /** With tracing on: each action's W3C `traceparent` (its request's span), '' for none; see `Traced`. */
+      traceparents: z.array(TRACEPARENT).max(64).optional(),
+    }),
     options: {
       attempts: 8,
       backoff: { type: 'exponential', delay: 500 },
@@ -54,11 +74,35 @@ export const JOBS = {
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   },
+  /**
+   * One batch of a participant import (job id `import-<importId>-<batch>`, see `importJobId`): batch 0 counts
+   * the file's rows, each next one imports up to 500 of them in one transaction, then the job of the next batch
+   * is queued. Its state is in the `participant_imports` row, so a job run twice does nothing the second time,
+   * and the relay's sweep re-adds a lost one.
+   */
+  'participant-import.run': {
+    queue: 'participant-imports',
+    consumer: 'worker',
+    payload: z.strictObject({
+      importId: z.string().startsWith('imp_').max(64),
+      batch: z.number().int().min(0),
+    }),
+    options: {
+      attempts: 8,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 1000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  },
   /** Outbox events a worker just committed, to fan out to their endpoints (a sweep catches any this misses). */
   'webhook-events.fan-out': {
     queue: 'webhook-events',
     consumer: 'dispatcher',
-    payload: z.strictObject({ eventIds: z.array(z.string().startsWith('evt_')).min(1).max(5000) }),
+    payload: z.strictObject({
+      eventIds: z.array(z.string().startsWith('evt_')).min(1).max(5000),
+      /** With tracing on: each event's `traceparent` (its action's span), '' for none. */
+      traceparents: z.array(TRACEPARENT).max(5000).optional(),
+    }),
     options: {
       attempts: 5,
       backoff: { type: 'exponential', delay: 1000 },
@@ -77,6 +121,8 @@ export const JOBS = {
     payload: z.strictObject({
       messageId: z.string().startsWith('msg_'),
       generation: z.number().int().min(0),
+      /** With tracing on: the `traceparent` of its event's fan-out. */
+      traceparent: TRACEPARENT.optional(),
     }),
     options: {
       attempts: 10,
@@ -100,6 +146,7 @@ export const JOBS = {
           z.strictObject({
             messageId: z.string().startsWith('msg_'),
             generation: z.number().int().min(0),
+            traceparent: TRACEPARENT.optional(),
           }),
         )
         .min(1)
@@ -156,6 +203,20 @@ export function queuesOf(consumer: Consumer): QueueName[] {
         .map((j) => j.queue),
     ),
   ];
+}
+
+/** The most shards a sharded queue is split in (`QUEUE_SHARDS`). */
+export const MAX_QUEUE_SHARDS = 16;
+
+/**
+ * The BullMQ queues a catalog queue is made of: itself, and with `shards` > 1 for a queue of sharded jobs, as
+ * many more as `<queue>-1` … `<queue>-<shards - 1>`. The first keeps the queue's own name, so one shard is the
+ * layout of a service without shards.
+ */
+export function shardNames(queue: QueueName, shards: number): string[] {
+  const sharded = Object.values(JOBS).some((j) => j.queue === queue && 'sharded' in j && j.sharded);
+  const n = sharded ? Math.min(Math.max(1, Math.floor(shards)), MAX_QUEUE_SHARDS) : 1;
+  return Array.from({ length: n }, (_, i) => (i === 0 ? queue : `${queue}-${i}`));
 }
 
 /** Whether `name` (a string from Redis) is a job of the catalog; the catalog is never indexed otherwise. */

@@ -1,6 +1,5 @@
 import { safeError } from '@stampcard/config';
 import { DelayedError, type Job, UnrecoverableError, Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   type Consumer,
   currentJobName,
@@ -10,7 +9,9 @@ import {
   type JobPayload,
   type QueueName,
   queuesOf,
+  shardNames,
 } from './catalog';
+import { queuePrefix, type RedisClient } from './redis';
 
 /**
  * What runs a job: it receives the payload its name gives, already validated, the job and the lock token
@@ -73,10 +74,16 @@ export function dispatchByName<C extends Consumer>(processors: Processors<C>) {
 export type ConsumerOptions<C extends Consumer> = {
   consumer: C;
   processors: Processors<C>;
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   /** Jobs held at once, per queue. */
   concurrency: number;
+  /**
+   * `QUEUE_SHARDS`: the shards of each sharded queue, each taken by a BullMQ worker of its own, the queue's
+   * concurrency shared between them.
+   * @defaultValue 1
+   */
+  shards?: number;
   /**
    * Another concurrency for some queues.
    * @defaultValue none: every queue takes `concurrency`
@@ -93,19 +100,27 @@ export type ConsumerOptions<C extends Consumer> = {
   onError(err: Error): void;
 };
 
-/** One BullMQ worker per queue that a process of kind `consumer` takes jobs from. */
+/** One BullMQ worker per queue (per shard of a sharded queue) that a process of kind `consumer` takes jobs from. */
 export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Worker[] {
-  return queuesOf(opts.consumer).map((queue) => {
-    const worker = new Worker(queue, dispatchByName(opts.processors), {
-      connection: opts.connection,
-      prefix: opts.prefix,
-      concurrency: opts.queueConcurrency?.[queue] ?? opts.concurrency,
-      lockDuration: opts.lockMs,
-      stalledInterval: Math.ceil(opts.lockMs / 2),
-      maxStalledCount: opts.maxStalledCount ?? 1,
+  const processor = dispatchByName(opts.processors);
+  return queuesOf(opts.consumer).flatMap((queue) => {
+    const shards = shardNames(queue, opts.shards ?? 1);
+    const concurrency = Math.max(
+      1,
+      Math.ceil((opts.queueConcurrency?.[queue] ?? opts.concurrency) / shards.length),
+    );
+    return shards.map((shard) => {
+      const worker = new Worker(shard, processor, {
+        connection: opts.connection,
+        prefix: queuePrefix(opts.prefix, shard, opts.connection),
+        concurrency,
+        lockDuration: opts.lockMs,
+        stalledInterval: Math.ceil(opts.lockMs / 2),
+        maxStalledCount: opts.maxStalledCount ?? 1,
+      });
+      worker.on('failed', opts.onFailed);
+      worker.on('error', opts.onError);
+      return worker;
     });
-    worker.on('failed', opts.onFailed);
-    worker.on('error', opts.onError);
-    return worker;
   });
 }

@@ -1,29 +1,63 @@
 import { type Scheduled, unavailable } from '@stampcard/core';
 import { Queue } from 'bullmq';
-import type { Redis, RedisOptions } from 'ioredis';
-import { currentJobName, JOBS, type JobName, type JobPayload, QUEUE_NAMES, type QueueName } from './catalog';
-import { createRedis, redisReady } from './redis';
+import type { ClusterOptions, RedisOptions } from 'ioredis';
+import {
+  currentJobName,
+  JOBS,
+  type JobName,
+  type JobPayload,
+  QUEUE_NAMES,
+  type QueueName,
+  shardNames,
+} from './catalog';
+import { createRedis, queuePrefix, type RedisClient, type RedisTarget, redisReady } from './redis';
 
 export type Queues = {
-  /** The queue a job of the catalog goes to. */
+  /** The queue a job of the catalog goes to (of a sharded job, its first shard: read every one with `shardsOf`). */
   forJob(name: JobName): Queue;
+  /** Every queue a job of this kind may be in: its queue's shards (one unless the job is sharded). */
+  shardsOf(name: JobName): Queue[];
+  /** The queue the next job of this kind goes to: its shards in turn. */
+  nextShard(name: JobName): Queue;
   all: Queue[];
   close(): Promise<void>;
 };
 
 /**
- * The service's queues on one connection.
+ * The service's queues on one connection, each sharded queue split in `shards` (`QUEUE_SHARDS`, see
+ * `shardNames`): on a Redis Cluster each shard is a slot of its own, so the hot queue's work spreads over the
+ * masters.
  * @param onError receives connection errors the queues report (BullMQ prints them when nobody listens).
  */
-export function createQueues(connection: Redis, prefix: string, onError?: (err: Error) => void): Queues {
-  const byName = new Map<QueueName, Queue>(
-    QUEUE_NAMES.map((name) => [name, new Queue(name, { connection, prefix })]),
+export function createQueues(
+  connection: RedisClient,
+  prefix: string,
+  onError?: (err: Error) => void,
+  shards = 1,
+): Queues {
+  const byName = new Map<QueueName, Queue[]>(
+    QUEUE_NAMES.map((name) => [
+      name,
+      shardNames(name, shards).map(
+        (shard) => new Queue(shard, { connection, prefix: queuePrefix(prefix, shard, connection) }),
+      ),
+    ]),
   );
-  const all = [...byName.values()];
+  const all = [...byName.values()].flat();
   if (onError) for (const q of all) q.on('error', onError);
-  const forJob = (name: JobName) => byName.get(JOBS[name].queue)!;
+  const shardsOf = (name: JobName) => byName.get(JOBS[name].queue)!;
+  const turns = new Map<QueueName, number>();
   return {
-    forJob,
+    forJob: (name) => shardsOf(name)[0]!,
+    shardsOf,
+    nextShard: (name) => {
+      const list = shardsOf(name);
+      if (list.length === 1) return list[0]!;
+      const queue = JOBS[name].queue;
+      const turn = turns.get(queue) ?? 0;
+      turns.set(queue, (turn + 1) % list.length);
+      return list[turn]!;
+    },
     all,
     close: async () => {
       await Promise.all(all.map((q) => q.close()));
@@ -67,12 +101,13 @@ export type NewJob<N extends JobName> = { payload: JobPayload<N>; jobId?: string
 
 /**
  * Adds jobs of one kind in one round trip, with the catalog's retry policy. Producers enqueue only through
- * this, so a job's name always travels with the payload type the catalog gives it.
+ * this, so a job's name always travels with the payload type the catalog gives it. The jobs of a sharded kind
+ * go to its next shard in turn (one call, one shard: still one round trip).
  */
 export async function enqueue<N extends JobName>(queues: Queues, name: N, list: NewJob<N>[]): Promise<void> {
   if (list.length === 0) return;
   const { options } = JOBS[name];
-  await queues.forJob(name).addBulk(
+  await queues.nextShard(name).addBulk(
     list.map(({ payload, jobId, delayMs }) => ({
       name,
       data: payload,
@@ -132,16 +167,23 @@ export const DELIVERY_BATCH = 64;
  * endpoint is known in `webhook-message-batch.deliver` jobs of up to `DELIVERY_BATCH` per endpoint, any other
  * as its own `webhook-message.deliver` job.
  */
-export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Promise<void> {
-  const byEndpoint = new Map<string, { messageId: string; generation: number }[]>();
-  const alone: Scheduled[] = [];
+export async function scheduleDeliveries(
+  queues: Queues,
+  list: (Scheduled & { traceparent?: string | null })[],
+): Promise<void> {
+  const byEndpoint = new Map<string, { messageId: string; generation: number; traceparent?: string }[]>();
+  const alone: (Scheduled & { traceparent?: string | null })[] = [];
   for (const m of list) {
     if (!m.endpointId) {
       alone.push(m);
       continue;
     }
     const group = byEndpoint.get(m.endpointId) ?? [];
-    group.push({ messageId: m.messageId, generation: m.generation });
+    group.push({
+      messageId: m.messageId,
+      generation: m.generation,
+      ...(m.traceparent ? { traceparent: m.traceparent } : {}),
+    });
     byEndpoint.set(m.endpointId, group);
   }
   const batches = [...byEndpoint].flatMap(([endpointId, messages]) =>
@@ -154,8 +196,8 @@ export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Pro
     enqueue(
       queues,
       'webhook-message.deliver',
-      alone.map(({ messageId, generation }) => ({
-        payload: { messageId, generation },
+      alone.map(({ messageId, generation, traceparent }) => ({
+        payload: { messageId, generation, ...(traceparent ? { traceparent } : {}) },
         jobId: deliveryJobId({ messageId, generation }),
       })),
     ),
@@ -169,13 +211,13 @@ export async function scheduleDeliveries(queues: Queues, list: Scheduled[]): Pro
  */
 export async function deferDeliveries(
   queues: Queues,
-  list: { messageId: string; generation: number; delayMs: number }[],
+  list: { messageId: string; generation: number; delayMs: number; traceparent?: string }[],
 ): Promise<void> {
   await enqueue(
     queues,
     'webhook-message.deliver',
-    list.map(({ messageId, generation, delayMs }) => ({
-      payload: { messageId, generation },
+    list.map(({ messageId, generation, delayMs, traceparent }) => ({
+      payload: { messageId, generation, ...(traceparent ? { traceparent } : {}) },
       jobId: deliveryJobId({ messageId, generation }),
       delayMs,
     })),
@@ -212,6 +254,21 @@ export function enqueueErasureSteps(queues: Queues, steps: ErasureStepJob[]): Pr
   );
 }
 
+/** A batch of a participant import: the payload of `participant-import.run`. */
+export type ImportStepJob = JobPayload<'participant-import.run'>;
+
+/** An import batch's job id: one job per batch of an import. */
+export const importJobId = (s: ImportStepJob) => `import-${s.importId}-${s.batch}`;
+
+/** Queues the next batch of imports, each once (by `importJobId`), in one round trip. */
+export function enqueueImportSteps(queues: Queues, steps: ImportStepJob[]): Promise<void> {
+  return enqueue(
+    queues,
+    'participant-import.run',
+    steps.map((payload) => ({ payload, jobId: importJobId(payload) })),
+  );
+}
+
 /** Most actions in one `loyalty-action-batch.apply` job. */
 export const ACTION_BATCH = 64;
 
@@ -220,21 +277,35 @@ export const ACTION_BATCH = 64;
  * `ACTION_BATCH` actions each. Applying is idempotent (an action no longer QUEUED is skipped), so an action that reaches the
  * queue twice (the relay found it late) is applied once.
  */
-export function enqueueActions(queues: Queues, actionIds: string[]): Promise<void> {
+export function enqueueActions(queues: Queues, actionIds: string[], traces?: Traces): Promise<void> {
   return enqueue(
     queues,
     'loyalty-action-batch.apply',
-    Array.from({ length: Math.ceil(actionIds.length / ACTION_BATCH) }, (_, i) => ({
-      payload: { actionIds: actionIds.slice(i * ACTION_BATCH, (i + 1) * ACTION_BATCH) },
-    })),
+    Array.from({ length: Math.ceil(actionIds.length / ACTION_BATCH) }, (_, i) => {
+      const ids = actionIds.slice(i * ACTION_BATCH, (i + 1) * ACTION_BATCH);
+      return { payload: { actionIds: ids, ...tracesOf(ids, traces) } };
+    }),
   );
+}
+
+/** With tracing on: the `traceparent` of each id that has one (an action's, an event's), by id. */
+export type Traces = ReadonlyMap<string, string>;
+
+/** `traceparents` beside `ids` in a job's data, '' where an id has none; nothing when none has one. */
+export function tracesOf(ids: readonly string[], traces: Traces | undefined): { traceparents?: string[] } {
+  if (!traces || traces.size === 0 || !ids.some((id) => traces.has(id))) return {};
+  return { traceparents: ids.map((id) => traces.get(id) ?? '') };
 }
 
 /** The actions of every `loyalty-action-batch.apply` job waiting or running: not lost, only not applied yet. */
 export async function actionsInBatchJobs(queues: Queues): Promise<Set<string>> {
-  const jobs = await queues
-    .forJob('loyalty-action-batch.apply')
-    .getJobs(['waiting', 'prioritized', 'active', 'delayed']);
+  const jobs = (
+    await Promise.all(
+      queues
+        .shardsOf('loyalty-action-batch.apply')
+        .map((q) => q.getJobs(['waiting', 'prioritized', 'active', 'delayed'])),
+    )
+  ).flat();
   const ids = new Set<string>();
   for (const job of jobs) {
     if (!job || currentJobName(job.name) !== 'loyalty-action-batch.apply') continue;
@@ -244,7 +315,7 @@ export async function actionsInBatchJobs(queues: Queues): Promise<Set<string>> {
 }
 
 /** One side of the queue wiring: a Redis connection and the queues on it. */
-export type QueueSide = { redis: Redis; queues: Queues };
+export type QueueSide = { redis: RedisClient; queues: Queues };
 
 export type QueueConnections = {
   /** For the request path (API, relay checks): fails fast while Redis is away instead of holding a request. */
@@ -260,19 +331,37 @@ export type QueueConnections = {
  * queue errors to `onError` (BullMQ prints them when nobody listens).
  */
 export async function connectQueues(
-  redisUrl: string,
+  redis: RedisTarget | string,
   prefix: string,
   onError: (err: Error, side: 'producer' | 'consumer') => void,
+  shards = 1,
 ): Promise<QueueConnections> {
-  const side = async (name: 'producer' | 'consumer', opts: RedisOptions): Promise<QueueSide> => {
-    const redis = createRedis(redisUrl, opts);
-    redis.on('error', (err) => onError(err, name));
-    await redisReady(redis);
-    return { redis, queues: createQueues(redis, prefix, (err) => onError(err, name)) };
+  const side = async (
+    name: 'producer' | 'consumer',
+    opts: RedisOptions,
+    clusterOpts: ClusterOptions = {},
+  ): Promise<QueueSide> => {
+    const connection = createRedis(redis, opts, clusterOpts);
+    connection.on('error', (err) => onError(err, name));
+    await redisReady(connection);
+    return {
+      redis: connection,
+      queues: createQueues(connection, prefix, (err) => onError(err, name), shards),
+    };
   };
   const [producer, consumer] = await Promise.all([
     // A Redis that stops answering must not hold a request: its commands give up after 2 s.
-    side('producer', { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000 }),
+    // On a Redis Cluster whose master is failing over, it stops retrying after about a second.
+    side(
+      'producer',
+      { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000 },
+      {
+        maxRedirections: 6,
+        retryDelayOnClusterDown: 150,
+        retryDelayOnFailover: 150,
+        retryDelayOnTryAgain: 150,
+      },
+    ),
     side('consumer', {}),
   ]);
   return {

@@ -15,7 +15,10 @@ import {
   JOB_ALIASES,
   JOBS,
   type JobPayload,
+  MAX_QUEUE_SHARDS,
   QUEUE_NAMES,
+  shardNames,
+  startConsumers,
 } from '../src/index';
 
 /**
@@ -24,6 +27,7 @@ import {
  */
 describe('the job catalog', () => {
   const prefixes = [
+    usePrefix('stampcard_test_catalog'),
     usePrefix('stampcard_test_catalog'),
     usePrefix('stampcard_test_catalog'),
     usePrefix('stampcard_test_catalog'),
@@ -109,10 +113,10 @@ describe('the job catalog', () => {
         { participantId: 'pt_a', batch: 1 },
         { participantId: 'pt_b', batch: 3 },
       ];
-      await handOn({ actionIds, eventIds, erasureSteps });
-      await handOn({ actionIds: [], eventIds: [], erasureSteps: [] });
+      await handOn({ actionIds, eventIds, erasureSteps, importSteps: [] });
+      await handOn({ actionIds: [], eventIds: [], erasureSteps: [], importSteps: [] });
       // The same step again (a batch handed on twice): one job, by its id.
-      await handOn({ actionIds: [], eventIds: [], erasureSteps: [erasureSteps[0]!] });
+      await handOn({ actionIds: [], eventIds: [], erasureSteps: [erasureSteps[0]!], importSteps: [] });
       const actions = await producer.queues.forJob('loyalty-action-batch.apply').getWaiting();
       expect(actions.map((j) => (j.data as { actionIds: string[] }).actionIds.length).sort()).toEqual([
         1, 64,
@@ -156,6 +160,7 @@ describe('the job catalog', () => {
         ran.push(payload.actionIds);
       },
       'participant-erasure.run': async () => {},
+      'participant-import.run': async () => {},
     };
     const worker = new Worker(queue.name, dispatchByName<'worker'>(processors), {
       connection: queues.consumer.redis,
@@ -169,6 +174,66 @@ describe('the job catalog', () => {
       expect(ran).toEqual([['act_old_1', 'act_old_2']]);
     } finally {
       await worker.close();
+      await queues.close();
+    }
+  });
+
+  it('splits the hot queue in QUEUE_SHARDS queues: jobs go to each in turn, the relay sees all, consumers take all', async () => {
+    expect(shardNames('loyalty-action-batches', 1)).toEqual(['loyalty-action-batches']);
+    expect(shardNames('loyalty-action-batches', 3)).toEqual([
+      'loyalty-action-batches',
+      'loyalty-action-batches-1',
+      'loyalty-action-batches-2',
+    ]);
+    expect(shardNames('loyalty-action-batches', 99)).toHaveLength(MAX_QUEUE_SHARDS);
+    // Jobs with ids are found again by them: their queues are never sharded.
+    expect(shardNames('webhook-deliveries', 3)).toEqual(['webhook-deliveries']);
+
+    const prefix = prefixes[3];
+    const queues = await connectQueues(
+      process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      prefix,
+      () => {},
+      3,
+    );
+    const ran: string[] = [];
+    let consumers: Worker[] = [];
+    try {
+      const shards = queues.producer.queues.shardsOf('loyalty-action-batch.apply');
+      expect(shards.map((q) => q.name)).toEqual(shardNames('loyalty-action-batches', 3));
+      for (let i = 0; i < 6; i++) await enqueueActions(queues.producer.queues, [`act_${i}`]);
+      // Each call to the next shard: two jobs in each.
+      expect(await Promise.all(shards.map((q) => q.getWaitingCount()))).toEqual([2, 2, 2]);
+      expect([...(await actionsInBatchJobs(queues.producer.queues))].sort()).toEqual(
+        Array.from({ length: 6 }, (_, i) => `act_${i}`),
+      );
+      expect(queues.producer.queues.all.map((q) => q.name)).toEqual(
+        expect.arrayContaining(['loyalty-action-batches-1', 'loyalty-action-batches-2']),
+      );
+
+      consumers = startConsumers<'worker'>({
+        consumer: 'worker',
+        processors: {
+          'loyalty-action.apply': async () => {},
+          'loyalty-action-batch.apply': async (payload) => {
+            ran.push(...payload.actionIds);
+          },
+          'participant-erasure.run': async () => {},
+          'participant-import.run': async () => {},
+        },
+        connection: queues.consumer.redis,
+        prefix,
+        shards: 3,
+        concurrency: 4,
+        lockMs: 5000,
+        onFailed: () => {},
+        onError: () => {},
+      });
+      const deadline = Date.now() + 10_000;
+      while (ran.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      expect(ran.sort()).toEqual(Array.from({ length: 6 }, (_, i) => `act_${i}`));
+    } finally {
+      await Promise.all(consumers.map((w) => w.close()));
       await queues.close();
     }
   });

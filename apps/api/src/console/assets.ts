@@ -44,6 +44,51 @@ const CONSOLE_JS = `'use strict';
   });
   document.addEventListener('DOMContentLoaded', draw);
   document.addEventListener('htmx:after:swap', draw);
+
+  // The import page: a chosen file's header is mapped by the server before the import can start; the file is
+  // then sent as the API takes it (a CSV body, streamed), and its import's page opened.
+  function setupImport() {
+    var form = document.getElementById('import-form');
+    if (!form) return;
+    var file = document.getElementById('import-file');
+    var mapping = document.getElementById('import-mapping');
+    var start = document.getElementById('import-start');
+    var status = document.getElementById('import-status');
+    var headers = { 'content-type': 'text/csv', 'x-csrf-token': form.getAttribute('data-csrf') };
+    function chosen() { return file.files && file.files[0]; }
+    file.addEventListener('change', function () {
+      start.disabled = true;
+      mapping.textContent = '';
+      status.textContent = '';
+      var f = chosen();
+      if (!f) return;
+      f.slice(0, 65536).arrayBuffer().then(function (head) {
+        return fetch(form.getAttribute('data-preview'), { method: 'POST', headers: headers, body: head, credentials: 'same-origin' });
+      }).then(function (res) {
+        return res.text().then(function (html) {
+          mapping.innerHTML = html;
+          start.disabled = !(res.ok && mapping.querySelector('[data-ready="true"]'));
+        });
+      }).catch(function () { status.textContent = 'The file could not be read: choose it again.'; });
+    });
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var f = chosen();
+      if (!f) return;
+      start.disabled = true;
+      status.textContent = 'Uploading ' + f.name + '…';
+      var mode = document.getElementById('import-mode').value;
+      var silent = document.getElementById('import-silent').checked ? 'true' : 'false';
+      var url = form.getAttribute('data-upload') + '&mode=' + encodeURIComponent(mode) + '&silent=' + silent;
+      fetch(url, { method: 'POST', headers: headers, body: f, credentials: 'same-origin' }).then(function (res) {
+        return res.json().then(function (body) {
+          if (res.ok) location.assign(form.getAttribute('data-imports') + '/' + encodeURIComponent(body.id));
+          else { status.textContent = body.message || 'The upload failed.'; start.disabled = false; }
+        });
+      }).catch(function () { status.textContent = 'The upload failed: try again.'; start.disabled = false; });
+    });
+  }
+  document.addEventListener('DOMContentLoaded', setupImport);
 })();
 `;
 
@@ -85,6 +130,10 @@ form.inline { display: flex; flex-wrap: wrap; gap: .4rem .6rem; align-items: cen
 form.inline input, form.inline select { font: inherit; padding: .3rem; border: 1px solid var(--muted); border-radius: 4px; max-width: 100%; }
 .notice { border: 1px solid var(--line); padding: .5rem .75rem; border-radius: 4px; margin: .75rem 0; }
 .notice code { word-break: break-all; }
+form.stack input, form.stack select { max-width: 100%; }
+form.stack > * { min-width: 0; }
+#import-mapping code { word-break: break-all; }
+progress { width: min(24rem, 100%); height: 1rem; vertical-align: middle; }
 .cards dd.word { font-size: 1rem; overflow-wrap: anywhere; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .5rem .9rem; margin: 1rem 0; }
 .answers { font-size: .85rem; word-break: break-all; max-width: 28rem; }

@@ -1,7 +1,6 @@
-import { clip, validationError } from '@stampcard/core';
+import { badStringReason, clip, validationError } from '@stampcard/core';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
-import { badStringReason } from '../lib/parse-body';
 import { idParam } from '../routes/admin/schemas';
 
 type C = Context<AppEnv>;

@@ -1,9 +1,12 @@
 /** @jsxImportSource hono/jsx */
 import {
+  type AuditEntryView,
   acceptLoyaltyAction,
   approveParticipantReward,
+  badStringReason,
   campaignForReview,
   DomainError,
+  entityHistory,
   fulfilCampaignReward,
   listParticipants,
   listRewards,
@@ -21,8 +24,9 @@ import type { z } from 'zod';
 import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
 import { exportResponse, loyaltyActionsExport, participantsExport } from '../lib/exports';
-import { badStringReason, parseJsonBody } from '../lib/parse-body';
+import { parseJsonBody } from '../lib/parse-body';
 import { UpdateParticipantBody } from '../routes/v1/participants/schemas';
+import { History } from './history';
 import { type ConsoleHelpers, idOf, pagedOn, utcMinute } from './lib';
 import { CONSOLE_PATH, CSRF_FIELD, Layout } from './views';
 
@@ -122,6 +126,10 @@ export function ParticipantsPage(props: {
             download
           >
             Export every loyalty action (CSV)
+          </a>{' '}
+          ·{' '}
+          <a href={`${CONSOLE_PATH}/imports?campaignId=${encodeURIComponent(filter.campaignId)}`}>
+            Import participants
           </a>
         </p>
       ) : null}
@@ -187,6 +195,7 @@ export function ParticipantPage(
     campaignId: string;
     participant: ParticipantView;
     rewards: Reward[];
+    history?: AuditEntryView[];
   } & Problem,
 ) {
   const { csrf, participant: p, campaignId } = props;
@@ -335,6 +344,7 @@ export function ParticipantPage(
           <button type="submit">Save</button>
         </form>
       </section>
+      {props.history ? <History entries={props.history} what="participant" /> : null}
     </Layout>
   );
 }
@@ -430,9 +440,10 @@ export function registerParticipants(app: Hono<AppEnv>, helpers: ConsoleHelpers)
   async function page(c: C, extra: Problem = {}, status: 200 | 400 | 403 | 404 | 409 | 422 = 200) {
     const { campaign, row } = await subjectOf(c);
     const ctx = c.get('ctx');
-    const [participant, rewards] = await Promise.all([
+    const [participant, rewards, history] = await Promise.all([
       showParticipant(ctx, row),
       listRewards(ctx, campaign.id, { limit: REWARDS_OFFERED }),
+      entityHistory(ctx, 'participant', row.id),
     ]);
     return c.html(
       <ParticipantPage
@@ -440,6 +451,7 @@ export function registerParticipants(app: Hono<AppEnv>, helpers: ConsoleHelpers)
         campaignId={campaign.id}
         participant={participant}
         rewards={rewards.rewards.map((r) => ({ id: r.id, title: r.title }))}
+        history={history}
         {...extra}
       />,
       status,

@@ -1,7 +1,9 @@
 /** @jsxImportSource hono/jsx */
 import {
+  type AuditEntryView,
   createReward,
   DomainError,
+  entityHistory,
   getCampaignForOperator,
   MAX_FORM_FIELDS,
   showReward,
@@ -15,6 +17,7 @@ import type { AppEnv } from '../env';
 import { ERROR_STATUS } from '../lib/error-status';
 import { CampaignPatch, RewardBody, RewardPatch } from '../routes/admin/schemas';
 import { type Field, FieldInput, optionsOf, PRESENT, problemOf, readFields } from './fields';
+import { History } from './history';
 import { type ConsoleHelpers, idOf } from './lib';
 import { CONSOLE_PATH, CSRF_FIELD, Layout } from './views';
 
@@ -305,7 +308,9 @@ function Flash(props: Shown) {
   );
 }
 
-export function CampaignSettingsPage(props: { csrf: string; campaign: Campaign } & Shown) {
+export function CampaignSettingsPage(
+  props: { csrf: string; campaign: Campaign; history?: AuditEntryView[] } & Shown,
+) {
   const c = props.campaign;
   const [basics, antiFraud, points] = campaignFields(c.rewards);
   const values = campaignValues(c);
@@ -344,11 +349,14 @@ export function CampaignSettingsPage(props: { csrf: string; campaign: Campaign }
           <a href={`${campaignPath(c.id)}/rewards/new`}>Add a reward</a>
         </p>
       </section>
+      {props.history ? <History entries={props.history} what="campaign" /> : null}
     </Layout>
   );
 }
 
-export function RewardSettingsPage(props: { csrf: string; campaign: Campaign; reward?: Reward } & Shown) {
+export function RewardSettingsPage(
+  props: { csrf: string; campaign: Campaign; reward?: Reward; history?: AuditEntryView[] } & Shown,
+) {
   const { campaign: c, reward: r } = props;
   const values = rewardValues(r);
   const [about, limits, submission, more] = REWARD_FIELDS;
@@ -372,6 +380,7 @@ export function RewardSettingsPage(props: { csrf: string; campaign: Campaign; re
         <Group legend="More" fields={more!} values={values} idPrefix="r" />
         <button type="submit">{r ? 'Save the reward' : 'Add the reward'}</button>
       </form>
+      {props.history ? <History entries={props.history} what="reward" /> : null}
     </Layout>
   );
 }
@@ -402,8 +411,15 @@ export function registerProgramSettings(app: Hono<AppEnv>, helpers: ConsoleHelpe
   app.get('/programs/campaigns/:campaignId', async (c) => {
     try {
       const notice = c.req.query('done') === 'saved' ? 'Saved.' : undefined;
+      const campaign = await campaignOf(c);
+      const history = await entityHistory(c.get('ctx'), 'campaign', campaign.id);
       return c.html(
-        <CampaignSettingsPage csrf={helpers.csrfOf(c)} campaign={await campaignOf(c)} notice={notice} />,
+        <CampaignSettingsPage
+          csrf={helpers.csrfOf(c)}
+          campaign={campaign}
+          notice={notice}
+          history={history}
+        />,
       );
     } catch (err) {
       return notFound(c, rethrown(err));
@@ -485,8 +501,15 @@ export function registerProgramSettings(app: Hono<AppEnv>, helpers: ConsoleHelpe
       const rewardId = idOf(c.req.param('rewardId')) ?? '';
       const reward = (await showReward(c.get('ctx'), campaign.id, rewardId)) as Reward;
       const notice = c.req.query('done') === 'saved' ? 'Saved.' : undefined;
+      const history = await entityHistory(c.get('ctx'), 'reward', reward.id);
       return c.html(
-        <RewardSettingsPage csrf={helpers.csrfOf(c)} campaign={campaign} reward={reward} notice={notice} />,
+        <RewardSettingsPage
+          csrf={helpers.csrfOf(c)}
+          campaign={campaign}
+          reward={reward}
+          notice={notice}
+          history={history}
+        />,
       );
     } catch (err) {
       return notFound(c, rethrown(err));

@@ -1,5 +1,13 @@
 /** @jsxImportSource hono/jsx */
-import { clip, DomainError, isSignedOut, operationsOverview, recordSignOut } from '@stampcard/core';
+import {
+  clip,
+  DomainError,
+  isSignedOut,
+  operationsOverview,
+  recordSignOut,
+  retentionOverview,
+} from '@stampcard/core';
+import { DEFAULT_RETENTION } from '@stampcard/db';
 import { queueCounts } from '@stampcard/jobs';
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
@@ -7,7 +15,9 @@ import { crossSiteReason, pageHeaders, STATE_CHANGING } from '../dashboard';
 import type { AppEnv } from '../env';
 import { errorResponse } from '../errors';
 import { sameSecret } from '../lib/same-secret';
+import { consoleActor } from '../middleware/actor';
 import { consoleAsset } from './assets';
+import { registerImports } from './imports';
 import { formListOf, formOf, idOf, pagePolicy } from './lib';
 import { registerParticipants } from './participants';
 import { registerProgramSettings } from './program-settings';
@@ -116,14 +126,15 @@ const cookieOptions = (c: C) =>
  * answer leaves their table saying so (null) rather than failing the page an operator opens to see what is wrong.
  */
 async function overviewData(c: C) {
-  const [queues, ops] = await Promise.all([
+  const [queues, ops, retention] = await Promise.all([
     queueCounts(c.get('deps').queues).catch((err: unknown) => {
       if (err instanceof DomainError && err.code === 'UNAVAILABLE') return null;
       throw err;
     }),
     operationsOverview(c.get('ctx')),
+    retentionOverview(c.get('ctx'), c.get('deps').retention ?? DEFAULT_RETENTION),
   ]);
-  return { queues, ops };
+  return { queues, ops, retention };
 }
 
 const csrfOf = (c: C) => csrfToken(c.get('consoleSession')!, c.get('deps').operatorToken);
@@ -159,6 +170,7 @@ export function operatorConsole() {
   });
 
   app.use('*', requireSession);
+  app.use('*', consoleActor);
 
   app.post('/sign-out', async (c) => {
     const session = c.get('consoleSession')!;
@@ -177,6 +189,7 @@ export function operatorConsole() {
   registerPrograms(app, helpers);
   registerProgramSettings(app, helpers);
   registerParticipants(app, helpers);
+  registerImports(app, helpers);
   registerWebhookPages(app, {
     ...helpers,
     pagesOf: (c) => ({

@@ -1,5 +1,5 @@
 /** @jsxImportSource hono/jsx */
-import type { OperationsOverview } from '@stampcard/core';
+import type { OperationsOverview, RetentionOverview } from '@stampcard/core';
 import type { QueueCounts } from '@stampcard/jobs';
 import type { Child } from 'hono/jsx';
 import { QUEUE_DASHBOARD_PATH } from '../dashboard';
@@ -13,7 +13,7 @@ export const OVERVIEW_FRAGMENT_PATH = `${CONSOLE_PATH}/overview`;
 export const CSRF_FIELD = '_csrf';
 
 /** The pages the nav links to: only pages that exist. */
-type Section = 'overview' | 'programs' | 'participants' | 'team' | 'reviews' | 'webhooks';
+type Section = 'overview' | 'programs' | 'participants' | 'imports' | 'team' | 'reviews' | 'webhooks';
 
 /** htmx's settings (read from this meta element: the page runs no inline script). */
 const HTMX_CONFIG = JSON.stringify({ includeIndicatorCSS: false, mode: 'same-origin', history: false });
@@ -59,6 +59,7 @@ export function Layout(props: { title: string; current: Section; csrf: string; c
             {link('overview', CONSOLE_PATH, 'Overview')}
             {link('programs', `${CONSOLE_PATH}/programs`, 'Programs')}
             {link('participants', `${CONSOLE_PATH}/participants`, 'Participants')}
+            {link('imports', `${CONSOLE_PATH}/imports`, 'Imports')}
             {link('reviews', `${CONSOLE_PATH}/reviews`, 'Reviews')}
             {link('webhooks', `${CONSOLE_PATH}/webhooks`, 'Webhooks')}
             {link('team', `${CONSOLE_PATH}/team`, 'Team and keys')}
@@ -108,15 +109,83 @@ export function SignInPage(props: { error?: string }) {
 }
 
 /** `queues` null: Redis did not answer, and the page says so where the queue table stands. */
-export type OverviewData = { queues: QueueCounts[] | null; ops: OperationsOverview };
+export type OverviewData = {
+  queues: QueueCounts[] | null;
+  ops: OperationsOverview;
+  retention: RetentionOverview;
+};
 
 /** The queue table's columns, as `QueueCounts` names them in lower case. */
 const QUEUE_STATES = ['Waiting', 'Active', 'Delayed', 'Failed'] as const;
 
 const ms = (v: number | null) => (v === null ? '–' : `${v} ms`);
+const day = (t: number | null) => (t === null ? '–' : new Date(t).toISOString().slice(0, 10));
+const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/**
+ * What each partitioned table keeps and what the worker drops next (the operator API's `/admin/v1/retention`):
+ * a table whose partitions are not made at least a week ahead, or with rows waiting in its default partition,
+ * is marked: the worker's maintenance has not run.
+ */
+/** How soon before its partitions run out a table is shown in red: a day for daily ones, else a week. */
+const WARN_AHEAD_MS = { day: 86_400_000, week: 7 * 86_400_000, month: 7 * 86_400_000 } as const;
+
+function RetentionTable({ tables }: { tables: RetentionOverview }) {
+  const now = Date.now();
+  return (
+    <>
+      <h2>Retention</h2>
+      <section class="table-wrap" tabindex={0} aria-label="Retention">
+        <table id="retention">
+          <caption class="muted">A partition is dropped whole once all of it is past retention</caption>
+          <thead>
+            <tr>
+              <th scope="col">Table</th>
+              <th scope="col" class="n">
+                Kept
+              </th>
+              <th scope="col" class="n">
+                Partitions
+              </th>
+              <th scope="col" class="n">
+                Size
+              </th>
+              <th scope="col">Drops next</th>
+              <th scope="col">Made until</th>
+              <th scope="col" class="n">
+                Waiting
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tables.map((t) => (
+              <tr data-table={t.table}>
+                <th scope="row">{t.table}</th>
+                <td class="n">
+                  {t.retentionDays} {t.retentionDays === 1 ? 'day' : 'days'}
+                </td>
+                <td class="n">{t.partitions.length}</td>
+                <td class="n">{mib(t.partitions.reduce((sum, p) => sum + p.bytes, 0))}</td>
+                <td>{t.nextDrop ? `${t.nextDrop.name} on ${day(t.nextDrop.at)}` : '–'}</td>
+                <td
+                  class={
+                    t.madeUntil === null || t.madeUntil < now + WARN_AHEAD_MS[t.unit] ? 'bad' : undefined
+                  }
+                >
+                  {day(t.madeUntil)}
+                </td>
+                <td class={t.waitingInDefault > 0 ? 'n bad' : 'n'}>{t.waitingInDefault}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    </>
+  );
+}
 
 /** The overview's figures: what the page shows first and what it polls every 5 s. */
-export function OverviewFragment({ queues, ops }: OverviewData) {
+export function OverviewFragment({ queues, ops, retention }: OverviewData) {
   const last = ops.minutes.at(-1)!;
   const chart = {
     t: ops.minutes.map((m) => m.at / 1000),
@@ -216,6 +285,7 @@ export function OverviewFragment({ queues, ops }: OverviewData) {
           </table>
         </section>
       )}
+      <RetentionTable tables={retention} />
       <div id="overview-data" hidden data-chart={JSON.stringify(chart)} />
     </>
   );
@@ -244,7 +314,7 @@ export function OverviewPage(props: OverviewData & { csrf: string }) {
         hx-get={OVERVIEW_FRAGMENT_PATH}
         hx-trigger="every 5s"
       >
-        <OverviewFragment queues={props.queues} ops={props.ops} />
+        <OverviewFragment queues={props.queues} ops={props.ops} retention={props.retention} />
       </section>
     </Layout>
   );

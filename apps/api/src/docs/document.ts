@@ -31,7 +31,9 @@ const TAGS = [
   { name: 'Participants', description: 'The people in a program' },
   { name: 'Loyalty actions', description: 'Counting actions towards rewards' },
   { name: 'Form submissions', description: 'Reward forms participants send, and their review' },
+  { name: 'Imports', description: 'Participants brought in bulk from a file, in the background' },
   { name: 'Events', description: "A campaign's events, to reconcile what webhooks missed" },
+  { name: 'Audit log', description: 'Who changed what in the account, and when' },
   {
     name: 'Webhook endpoints',
     description:
@@ -41,6 +43,7 @@ const TAGS = [
   { name: 'Operator: campaigns', description: 'Operator API: campaigns, their settings and rewards' },
   { name: 'Operator: webhooks', description: 'Operator API: webhook endpoints and their messages' },
   { name: 'Operator: queues', description: 'Operator API: the job queues' },
+  { name: 'Operator: audit log', description: 'Operator API: every account’s audit log' },
   { name: 'Service', description: 'Liveness and readiness probes, without a key' },
   {
     name: 'Webhooks',

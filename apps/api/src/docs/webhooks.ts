@@ -28,6 +28,20 @@ const headers = (withEventId: boolean) =>
           'stampcard-event-id': z.string().regex(/^evt_/).openapi({
             description: 'The event (`evt_…`): its `id` in the event feed (`GET /v1/campaign/{id}/events`)',
           }),
+          'webhook-sequence': z
+            .string()
+            .regex(/^[1-9]\d*$/)
+            .optional()
+            .openapi({
+              description:
+                "For an event that shows a participant: this message's place among that participant's messages to this endpoint, 1, 2, 3… in the order their events were recorded, the same on every retry and replay. Keep the highest you applied per participant and drop a message below it: it is older than what you have. Not part of what is signed; the message's `sequence` in the API (`GET /v1/webhook-messages/{id}`) is the reference",
+              example: '3',
+            }),
+          'webhook-previous-id': z.string().regex(/^msg_/).optional().openapi({
+            description:
+              'On an endpoint with `ordering: PARTICIPANT`: the message of the same participant just before this one, sent only when that one was dead-lettered (its retries spent). Its `webhook-sequence` is the one missing; replaying it sends it with that number',
+            example: 'msg_2xVb7kQ9aTfLmN3pRcYc',
+          }),
         }
       : {}),
   });

@@ -1,16 +1,15 @@
 import type { Logger } from '@stampcard/config';
 import type { AppliedSignal } from '@stampcard/core';
-import { appliedChannel } from '@stampcard/jobs';
-import type { Redis } from 'ioredis';
+import { appliedChannel, duplicateRedis, type RedisClient } from '@stampcard/jobs';
 
 /**
  * `?wait=true` without polling: the worker publishes the ids of every batch it commits, and a request
  * waiting for one of them is woken at once. One subscription per API process; waiters are kept only while
  * they wait.
  */
-export async function appliedSignal(redis: Redis, prefix: string, logger: Logger) {
+export async function appliedSignal(redis: RedisClient, prefix: string, logger: Logger) {
   const waiting = new Map<string, Set<() => void>>();
-  const sub = redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  const sub = duplicateRedis(redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
   sub.on('error', (err) => logger.warn({ err }, 'applied-actions subscription error'));
   sub.on('message', (_channel: string, ids: string) => {
     if (waiting.size === 0) return;

@@ -40,9 +40,9 @@ export function coerceFormValues(schema: ZodType, value: unknown): unknown {
   return value;
 }
 
-const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
+export const mediaType = (header: string | undefined) => (header ?? '').split(';')[0]!.trim().toLowerCase();
 
-const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;
+export const JSON_TYPE = /^application\/([\w.-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 const SEND = `send JSON with Content-Type: application/json, or form fields with Content-Type: ${FORM_TYPE}`;
 
@@ -50,7 +50,7 @@ const SEND = `send JSON with Content-Type: application/json, or form fields with
  * The 400 for a body the API cannot read as its `Content-Type` (the header, `value`) says: the message names
  * the content types a body may have. `why` is the header's problem; `message` the whole sentence.
  */
-function contentTypeError(header: string | undefined, why: string, message: string) {
+export function contentTypeError(header: string | undefined, why: string, message: string) {
   return validationError(
     [{ location: 'headers', param: 'content-type', value: header ?? null, msg: why }],
     message,

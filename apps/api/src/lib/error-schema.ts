@@ -112,6 +112,13 @@ export const ErrorBody = z
       .string()
       .optional()
       .openapi({ description: 'UNAVAILABLE with `outcome`: the webhook test message to look up' }),
+    reason: z.literal('PAST_RETENTION').optional().openapi({
+      description:
+        'NOT_FOUND of an event or webhook message whose id is older than what is kept: it was dropped with its week (`EVENT_RETENTION_DAYS`), it did exist',
+    }),
+    retainedFrom: z.number().int().optional().openapi({
+      description: 'NOT_FOUND with `reason`: the oldest time still kept, UTC ms; start again from there',
+    }),
   })
   .openapi('Error', { description: 'The body of every answer other than 200' });
 

@@ -2,14 +2,17 @@ import {
   type Ctx,
   exportLoyaltyActions,
   exportParticipants,
+  exportRefusedRows,
   LOYALTY_ACTION_EXPORT_COLUMNS,
   type LoyaltyActionExportFilter,
   PARTICIPANT_EXPORT_COLUMNS,
+  type ParticipantImportRow,
+  REFUSED_ROW_COLUMNS,
 } from '@stampcard/core';
 import { stringify } from 'csv-stringify/sync';
 import type { Context } from 'hono';
 import type { AppEnv } from '../env';
-import { errorResponse } from '../errors';
+import { takeSlot } from './take-slot';
 
 /** What an export is written as: CSV (the default) or NDJSON (asked for with `Accept: application/x-ndjson`). */
 export type ExportFormat = 'csv' | 'ndjson';
@@ -78,12 +81,16 @@ export function exportStream(
           if (cancelled) throw gone();
         };
         void (async () => {
+          // The header goes with the first page: the first byte a reader gets is then read from the export's
+          // snapshot, which PostgreSQL takes at the transaction's first read, and nothing written after it shows.
+          let header = headerOf(format, columns);
           try {
-            await send(headerOf(format, columns));
             const rows = await run(async (page) => {
               sent += page.length;
-              await send(formatRows(format, columns, page));
+              await send(header + formatRows(format, columns, page));
+              header = '';
             });
+            if (header) await send(header);
             controller.close();
             done(null, rows);
           } catch (err) {
@@ -109,7 +116,7 @@ export function exportStream(
 
 /** What an export streams: its name (the file's and the log's), its campaign, its columns, and how to read it. */
 export type ExportJob = {
-  name: 'participants' | 'loyalty-actions';
+  name: 'participants' | 'loyalty-actions' | 'refused-rows';
   campaignId: string;
   columns: readonly string[];
   run: (ctx: Ctx, write: (rows: Record<string, unknown>[]) => Promise<void>) => Promise<number>;
@@ -122,17 +129,8 @@ export type ExportJob = {
  * idle-in-transaction timeout of a reader that stops.
  */
 export function exportResponse(c: Context<AppEnv>, job: ExportJob, format?: ExportFormat): Response {
-  const slots = c.get('exportSlots');
-  const release = slots.take();
-  if (!release) {
-    return errorResponse(
-      c,
-      'RATE_LIMIT',
-      `${slots.max} exports are running on this server: retry in a few seconds`,
-      { policyName: 'CONCURRENCY' },
-      { 'Retry-After': '5' },
-    );
-  }
+  const release = takeSlot(c, c.get('exportSlots'), 'exports are running');
+  if (release instanceof Response) return release;
   const as = format ?? exportFormatOf(c.req.header('accept'));
   const { logger } = c.get('deps');
   const requestId = c.get('requestId');
@@ -168,4 +166,12 @@ export const loyaltyActionsExport = (campaignId: string, filter: LoyaltyActionEx
   campaignId,
   columns: LOYALTY_ACTION_EXPORT_COLUMNS,
   run: (ctx, write) => exportLoyaltyActions(ctx, campaignId, filter, write),
+});
+
+/** An import's refused rows (`exportRefusedRows`): the reason, then the file's own columns. */
+export const refusedRowsExport = (imp: ParticipantImportRow): ExportJob => ({
+  name: 'refused-rows',
+  campaignId: imp.campaignId,
+  columns: [...REFUSED_ROW_COLUMNS, ...imp.columns],
+  run: (ctx, write) => exportRefusedRows(ctx, imp, write),
 });

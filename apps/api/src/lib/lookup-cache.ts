@@ -1,10 +1,10 @@
 import type { Logger } from '@stampcard/config';
 import { type CacheKind, type LookupCache, memoryCache } from '@stampcard/core';
-import type { Redis } from 'ioredis';
+import { duplicateRedis, type RedisClient } from '@stampcard/jobs';
 
 export type SharedCacheOptions = {
   /** The connection invalidations are published on; a duplicate of it subscribes. */
-  redis: Redis;
+  redis: RedisClient;
   /** The channel is `<prefix>:lookup-cache`, so stacks sharing a Redis do not drop each other's entries. */
   prefix: string;
   logger: Logger;
@@ -23,7 +23,7 @@ const KINDS = new Set<CacheKind>(['principal', 'campaign']);
 export async function sharedLookupCache(opts: SharedCacheOptions): Promise<LookupCache & { close(): void }> {
   const local = memoryCache({ ttlMs: opts.ttlMs });
   const channel = `${opts.prefix}:lookup-cache`;
-  const sub = opts.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+  const sub = duplicateRedis(opts.redis, { enableOfflineQueue: true, maxRetriesPerRequest: null });
   sub.on('error', (err) => opts.logger.warn({ err }, 'lookup cache subscription error'));
   sub.on('ready', () => local.clear());
   sub.on('message', (_channel: string, raw: string) => {

@@ -1,4 +1,4 @@
-import { type ValidationIssue, validationError } from '@stampcard/core';
+import { badStringReason, type ValidationIssue, validationError } from '@stampcard/core';
 
 /** Input limits enforced while a body is parsed, before any schema sees it (the README lists them). */
 export const BODY_LIMITS = {
@@ -25,13 +25,6 @@ const tooDeep = () =>
     ],
     `Request body is nested more than ${BODY_LIMITS.maxDepth} levels deep`,
   );
-
-/** Why PostgreSQL (or any JSON consumer) would refuse this string, if it would. */
-export function badStringReason(s: string): string | null {
-  if (s.includes('\u0000')) return 'must not contain the NUL character (\\u0000)';
-  if (!s.isWellFormed()) return 'must not contain an unpaired UTF-16 surrogate';
-  return null;
-}
 
 /**
  * Walks a parsed body once: keys that could pollute prototypes, and strings PostgreSQL refuses (NUL,

@@ -1,6 +1,6 @@
 import type { Database } from '@stampcard/db';
+import type { RedisClient } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
-import type { Redis } from 'ioredis';
 
 /** What `/ready` reports: whether each store answered. */
 export type Readiness = { postgres: 'ok' | 'down'; redis: 'ok' | 'down' };
@@ -37,7 +37,7 @@ async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
  * that does not answer within `timeoutMs` counts as down (its statement ends at the statement timeout).
  */
 export function createReadiness(
-  stores: { db: Database; redis: Redis },
+  stores: { db: Database; redis: RedisClient },
   opts: ReadinessOptions = {},
 ): () => Promise<Readiness> {
   const cacheMs = opts.cacheMs ?? 1000;

@@ -1,5 +1,15 @@
 import { z } from '@hono/zod-openapi';
-import { PAGE_BUDGET_BYTES } from '@stampcard/core';
+import {
+  emailSchema as coreEmailSchema,
+  metadataSchema as coreMetadataSchema,
+  nameSchema as coreNameSchema,
+  notesSchema as coreNotesSchema,
+  IP_ADDRESS_MESSAGE,
+  ipv4Schema,
+  ipv6Schema,
+  METADATA_MAX_KEYS,
+  PAGE_BUDGET_BYTES,
+} from '@stampcard/core';
 import { IDEMPOTENT_WITHHELD_HEADER } from '../middleware/idempotency';
 import { errorResponsesFor, OPERATOR_ERRORS, PUBLIC_ERRORS } from './error-schema';
 
@@ -10,43 +20,34 @@ export const PG_INT_MAX = 2_147_483_647;
 /** An integer in `[min, max]`, `max` at most what an `integer` column holds. */
 export const int = (min: number, max: number = PG_INT_MAX) => z.number().int().min(min).max(max);
 
-/** Shared input pieces, with the limits of contract section 1. */
-export const emailSchema = z.email({ message: 'must be an email address' }).max(254);
-export const nameSchema = z.string().max(255);
-export const notesSchema = z.string().max(10_000);
+/** Shared input pieces, with the limits of contract section 1 (core's, which an import's rows are held to too). */
+export const emailSchema = coreEmailSchema;
+export const nameSchema = coreNameSchema;
+export const notesSchema = coreNotesSchema;
 
-const metadataValue = z.union([z.string(), z.number(), z.boolean(), z.null()], {
-  message: 'metadata is shallow: values are strings, numbers, booleans or null',
+/**
+ * `schema.openapi(metadata)` for a schema core made: one made before `@hono/zod-openapi` added `.openapi()` to
+ * zod has no such method of its own, and the prototype's works on any schema (as `named` in `./views`).
+ */
+const documented = <T extends z.ZodType>(schema: T, metadata: object): T =>
+  (z.ZodType.prototype.openapi as (this: T, m: object) => T).call(schema, metadata);
+
+export const metadataSchema = documented(coreMetadataSchema, {
+  description:
+    'Shallow object of custom key-value pairs: at most 100 keys of 1 to 255 characters, 16 KiB as JSON',
+  // The refinements of core's schema, where JSON Schema can say them (the byte bound it cannot).
+  maxProperties: METADATA_MAX_KEYS,
+  // OpenAPI 3.1's JSON Schema has it; the metadata type of zod-to-openapi does not name it.
+  ...({ propertyNames: { type: 'string', minLength: 1, maxLength: 255 } } as object),
 });
-
-/** The bounds of `metadata` (contract section 1). */
-const METADATA_MAX_KEYS = 100;
-const METADATA_MAX_BYTES = 16 * 1024;
-
-export const metadataSchema = z
-  .record(z.string().min(1).max(255), metadataValue)
-  .refine((m) => Object.keys(m).length <= METADATA_MAX_KEYS, {
-    message: `metadata has at most ${METADATA_MAX_KEYS} keys`,
-  })
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= METADATA_MAX_BYTES, {
-    message: 'metadata is at most 16 KiB as JSON',
-  })
-  .openapi({
-    description:
-      'Shallow object of custom key-value pairs: at most 100 keys of 1 to 255 characters, 16 KiB as JSON',
-    // The refinements above, where JSON Schema can say them (the byte bound it cannot).
-    maxProperties: METADATA_MAX_KEYS,
-    // OpenAPI 3.1's JSON Schema has it; the metadata type of zod-to-openapi does not name it.
-    ...({ propertyNames: { type: 'string', minLength: 1, maxLength: 255 } } as object),
-  });
 
 /**
  * A participant's IP address, as anti-fraud checks it, in the standard formats. The two are disjoint, so `anyOf`
  * says what `oneOf` would (a linter cannot tell formats apart, and would take a `oneOf` for overlapping).
  */
 export const ipAddressSchema = z
-  .union([z.ipv4().openapi({ format: 'ipv4' }), z.ipv6().openapi({ format: 'ipv6' })], {
-    message: 'must be an IPv4 or IPv6 address',
+  .union([documented(ipv4Schema, { format: 'ipv4' }), documented(ipv6Schema, { format: 'ipv6' })], {
+    message: IP_ADDRESS_MESSAGE,
   })
   .openapi({ description: 'An IPv4 or IPv6 address' });
 

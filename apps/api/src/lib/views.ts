@@ -1,11 +1,13 @@
 import { z } from '@hono/zod-openapi';
 import {
   ActionView,
+  AuditEntryView,
   CampaignRef as CampaignRefView,
   EMBEDDED_REWARDS,
   type EmittedEventType,
   EVENT_SCHEMAS,
   FormSubmissionView,
+  ParticipantImportView,
   ParticipantRewardView,
   ParticipantRewardWithRewardView,
   ParticipantView,
@@ -219,4 +221,14 @@ export const FeedEvent = z.discriminatedUnion('type', [firstEvent, ...otherEvent
 export const FormSubmission = named(FormSubmissionView, 'FormSubmission', {
   description:
     "A reward's form as a participant sent it (a ParticipantRewardFormSubmission): `UNREVIEWED` until approved (a loyalty action counted for the reward) or rejected",
+});
+
+export const ParticipantImport = named(ParticipantImportView, 'ParticipantImport', {
+  description:
+    'A bulk import of participants: its progress (`rowsDone` of `rowsTotal`, known once the file was read through), what it did (`created`, `updated`, `unchanged`, `refused` rows; `loyaltyActionsQueued` for carried-over counts), the first 100 refused rows with their reason, and where to download every refused row as CSV (`refusedRowsUrl`). Times in UTC ms.',
+});
+
+export const AuditEntry = named(AuditEntryView, 'AuditEntry', {
+  description:
+    'A change: when (`at`, UTC ms), who (`actor`), what (`entity`, `entityId`, `action`) and the fields it changed, as stored (`before`, `after`: column names as in the database; all of them for a creation or a deletion; secrets never)',
 });

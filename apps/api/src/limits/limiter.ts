@@ -9,11 +9,10 @@ import {
   type RateVerdict,
   SLOWDOWN_STEP_MS,
 } from '@stampcard/core';
-import { createRedis } from '@stampcard/jobs';
-import type { Redis } from 'ioredis';
+import { createRedis, type RedisClient, type RedisTarget } from '@stampcard/jobs';
 import { ADMIT, LEASE_ONLY } from './scripts';
 
-type LimiterRedis = Redis & {
+type LimiterRedis = RedisClient & {
   stampcardAdmit(...args: (string | number)[]): Promise<number[]>;
   stampcardLease(key: string, now: string, limit: number, id: string, ms: number): Promise<number>;
 };
@@ -39,7 +38,7 @@ export type RateLimiter = {
   /** Checks and counts a keyed request: its three rate windows, its write slowdown and its concurrency slot. */
   admit(input: AdmitInput): Promise<Admission>;
   /**
-   * A slot for a request whose key is not known valid yet, counted per client IP. `null`: Redis could not be
+   * A slot for a request whose key is not known valid yet, counted per client IP. `null`: RedisClient could not be
    * asked; `false`: the IP's slots are taken.
    */
   admitAnonymous(clientIp: string, limit: number, budgetMs: number): Promise<Lease | false | null>;
@@ -58,7 +57,7 @@ export type RateLimiterOptions = {
    * The limiter's own connection (`limiterConnection`): its `commandTimeout` is the longest a request waits
    * for its limits before it goes through unlimited.
    */
-  redis: Redis;
+  redis: RedisClient;
   /** Keys live under `<prefix>:limits:`, so stacks sharing a Redis do not count each other's requests. */
   prefix: string;
   logger: Logger;
@@ -84,13 +83,18 @@ export type RateLimiterOptions = {
  * unlimited), fail at once while it is down (no offline queue), and are auto-pipelined: the admissions and
  * releases of concurrent requests leave in one socket write, which is most of what a limit costs the API.
  */
-export function limiterConnection(url: string, timeoutMs: number): Redis {
-  const redis = createRedis(url, {
-    enableAutoPipelining: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    commandTimeout: timeoutMs,
-  });
+export function limiterConnection(target: RedisTarget | string, timeoutMs: number): RedisClient {
+  const redis = createRedis(
+    target,
+    {
+      enableAutoPipelining: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      commandTimeout: timeoutMs,
+    },
+    // On a Redis Cluster, a slot whose master is failing over is not waited for: the limit fails open.
+    { maxRedirections: 1, retryDelayOnClusterDown: 0, retryDelayOnFailover: 0, retryDelayOnTryAgain: 0 },
+  );
   return redis;
 }
 
@@ -109,7 +113,9 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
   }
   const margin = opts.leaseMarginMs ?? 5000;
   const warnEvery = opts.warnEveryMs ?? 60_000;
-  const key = (...parts: string[]) => `${opts.prefix}:limits:${parts.join(':')}`;
+  // One call's keys share a hash tag (the account, or the client IP), so on a Redis Cluster they lie in one slot
+  // and its script stays one round trip; different accounts spread over the slots.
+  const key = (tag: string, ...parts: string[]) => `${opts.prefix}:limits:{${tag}}:${parts.join(':')}`;
   const now = () => (opts.clock ? String(opts.clock.now().getTime()) : '');
   let failing: Date | null = null;
   let warnedAt = 0;
@@ -122,7 +128,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
       if (failing) {
         opts.logger.info(
           { downMs: Date.now() - failing.getTime() },
-          'rate limits resumed: Redis answers again',
+          'rate limits resumed: RedisClient answers again',
         );
         failing = null;
       }
@@ -133,7 +139,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
         warnedAt = Date.now();
         opts.logger.warn(
           { err },
-          'rate limits fail open: Redis does not answer, requests go through unlimited',
+          'rate limits fail open: RedisClient does not answer, requests go through unlimited',
         );
       }
       return null;
@@ -155,13 +161,13 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
   return {
     async admit(input) {
       const id = randomUUID();
-      const leases = key('inflight', input.accountId, input.clientIp);
+      const leases = key(input.accountId, 'inflight', input.clientIp);
       const raw = await ask(() =>
         r.stampcardAdmit(
-          key('rate', input.apiKeyId, 'second'),
-          key('rate', input.apiKeyId, 'minute'),
-          key('rate', input.apiKeyId, 'hour'),
-          key('rate', input.apiKeyId, 'writes'),
+          key(input.accountId, 'rate', input.apiKeyId, 'second'),
+          key(input.accountId, 'rate', input.apiKeyId, 'minute'),
+          key(input.accountId, 'rate', input.apiKeyId, 'hour'),
+          key(input.accountId, 'rate', input.apiKeyId, 'writes'),
           leases,
           now(),
           input.limits.second,
@@ -194,7 +200,7 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
 
     async admitAnonymous(clientIp, limit, budgetMs) {
       const id = randomUUID();
-      const leases = key('inflight', 'ip', clientIp);
+      const leases = key(`ip:${clientIp}`, 'inflight');
       const taken = await ask(() => r.stampcardLease(leases, now(), limit, id, budgetMs + margin));
       if (taken === null) {
         abandon({ key: leases, id });

@@ -34,3 +34,21 @@ export function limitBody(
     return streamed(c, next);
   };
 }
+
+/**
+ * For a route that counts its body itself as it streams it (an import's file, see `storeUpload`): a stated
+ * `Content-Length` past `maxBytes` is refused before anything is read; a chunked body goes on unread (hono's
+ * `bodyLimit` would read it whole into memory to count it, 50 MiB for an import).
+ */
+export function limitStatedBody(
+  maxBytes: number,
+  onError: (c: Context<AppEnv>) => Response | Promise<Response>,
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const length = c.req.header('content-length');
+    if (c.req.header('transfer-encoding') === undefined && length !== undefined) {
+      if (!DIGITS.test(length) || Number(length) > maxBytes) return onError(c);
+    }
+    return next();
+  };
+}

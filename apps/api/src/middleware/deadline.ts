@@ -1,4 +1,4 @@
-import { type CommitState, type Created, commitOutcomeUnknown, DomainError } from '@stampcard/core';
+import { type CommitState, commitOutcomeUnknown, DomainError } from '@stampcard/core';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AppEnv } from '../env';
 import { errorResponse, isUnavailable } from '../errors';
@@ -58,13 +58,7 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     };
     timer = setTimeout(check, budget);
   });
-  // The hand-off of what the request committed (its jobs) is waited for until the deadline, no longer: from
-  // there the answer goes out, the enqueue goes on, and what it fails to queue the relay and the sweep find.
-  const ctx = c.get('ctx');
-  const handOn = ctx.afterCommit;
-  const afterCommit =
-    handOn && ((created: Created) => Promise.race([handOn(created), expired]).then(() => undefined));
-  c.set('ctx', { ...ctx, signal: controller.signal, commit, afterCommit });
+  c.set('ctx', { ...c.get('ctx'), signal: controller.signal, commit });
   let done = false;
   const work = next().then(() => {
     done = true;

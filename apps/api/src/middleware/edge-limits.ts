@@ -30,6 +30,7 @@ function tooManyRequests(
   retryAfterMs: number,
   headers: Record<string, string>,
 ) {
+  c.set('refusedBy', policy);
   const { requestId: _omitted, ...body } = errorBody(
     c,
     'RATE_LIMIT',
@@ -91,6 +92,8 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
     c.set('accountId', principal.accountId);
 
     const limits = effectiveLimits(principal.rateLimits);
+    const spans = c.get('ctx').spans;
+    const admitting = spans ? performance.now() : 0;
     const admission = await limiter.admit({
       apiKeyId: principal.apiKeyId,
       accountId: principal.accountId,
@@ -99,6 +102,7 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       limits,
       budgetMs: requestBudgetMs(c),
     });
+    spans?.('limits', performance.now() - admitting);
     if (!admission) {
       await next();
       return undefined;
@@ -117,7 +121,11 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       }
       await next();
     } finally {
-      if (admission.lease) await limiter.release(admission.lease);
+      if (admission.lease) {
+        const releasing = spans ? performance.now() : 0;
+        await limiter.release(admission.lease);
+        spans?.('release', performance.now() - releasing);
+      }
     }
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
     return undefined;

@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { assertLive, DomainError, participantsShown, validationError } from '@stampcard/core';
 import {
   claimIdempotencyKey,
+  IDEMPOTENCY_TTL_MS,
+  type IdempotencyClaimed,
   type IdempotencyRow,
   recordIdempotentAnswer,
   releaseIdempotencyKey,
@@ -15,15 +17,13 @@ import { loggablePath } from './request-log';
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 /** Set on an answer replayed from an earlier request with the same key. */
 export const IDEMPOTENT_REPLAYED_HEADER = 'Idempotent-Replayed';
-/** How long a key holds its answer, from the first request. */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /**
  * Set on a replayed answer whose secrets were withheld: the names of the fields that are `null` in it and
  * held a secret in the first answer (`key`, `secret`). A secret is shown once, in the first answer only.
  */
 export const IDEMPOTENT_WITHHELD_HEADER = 'Idempotent-Withheld';
 /** 1 to 255 printable ASCII characters, no space. */
-const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 /**
  * Headers of an answer that are part of what it says, so a replay carries them too. Never the request id (a
  * replay is another request) nor rate-limit headers (they describe the moment of the answer).
@@ -38,6 +38,11 @@ const LOCK_MARGIN_MS = 30_000;
 export type IdempotencyOptions = {
   /** The namespace of the request's keys: one caller's keys never meet another's. */
   scope: (c: Context<AppEnv>) => string;
+  /**
+   * Requests that keep their own key: an import upload, whose body is streamed and never held whole (its import
+   * stores the key, see `startImport`).
+   */
+  skip?: (c: Context<AppEnv>) => boolean;
 };
 
 /**
@@ -56,7 +61,7 @@ export type IdempotencyOptions = {
  */
 export function idempotency(opts: IdempotencyOptions): MiddlewareHandler<AppEnv> {
   return (c, next) => {
-    if (c.req.method !== 'POST') return next();
+    if (c.req.method !== 'POST' || opts.skip?.(c)) return next();
     const key = c.req.header(IDEMPOTENCY_KEY_HEADER);
     if (key === undefined) return next();
     return idempotent(c, next, opts.scope(c), key);
@@ -125,16 +130,17 @@ async function idempotent(
   // Work its deadline already answered claims no key (and its body cannot be read any more).
   assertLive(c.get('ctx'));
   const hash = await requestHash(c);
-  const { db } = c.get('ctx');
-  const now = c.get('deps').clock.now();
-  const claim = { scope, key, claimToken: randomUUID() };
+  // The pool itself, not the request's handle: a claim pipelines its statements in a transaction of its own.
+  const { db, clock } = c.get('deps');
+  const now = clock.now();
+  // Where the claim's row lies: its partition (the day it started) and its token.
+  const claim = { scope, key, claimToken: randomUUID(), startedAt: now };
   const result = await claimIdempotencyKey(db, {
     ...claim,
     requestHash: hash,
     method: c.req.method,
     // As logged: a participant addressed by email is stored as `:email`, so no key row holds an address.
     path: loggablePath(c.req.path),
-    now,
     lockedUntil: new Date(now.getTime() + requestBudgetMs(c) + LOCK_MARGIN_MS),
     expiresAt: new Date(now.getTime() + IDEMPOTENCY_TTL_MS),
   });
@@ -167,11 +173,7 @@ async function idempotent(
   return undefined;
 }
 
-async function record(
-  c: Context<AppEnv>,
-  claim: { scope: string; key: string; claimToken: string },
-  res: Response,
-) {
+async function record(c: Context<AppEnv>, claim: IdempotencyClaimed, res: Response) {
   const headers: Record<string, string> = {};
   for (const name of REPLAYED_HEADERS) {
     const value = res.headers.get(name);
@@ -187,7 +189,7 @@ async function record(
   }
   await settle(
     c,
-    recordIdempotentAnswer(c.get('ctx').db, claim, {
+    recordIdempotentAnswer(c.get('deps').db, claim, {
       status: res.status,
       contentType: res.headers.get('content-type'),
       headers,

@@ -8,6 +8,7 @@ import { registerWebhookPages } from '../console/webhooks/routes';
 import { crossSiteReason, STATE_CHANGING } from '../dashboard';
 import type { AppEnv } from '../env';
 import { errorResponse } from '../errors';
+import { portalActor } from '../middleware/actor';
 import { PORTAL_PATH, portalCsrf, portalCsrfMatches, readPortalLink } from './link';
 
 type C = Context<AppEnv>;
@@ -104,6 +105,8 @@ export function businessPortal() {
   const app = new Hono<AppEnv>();
   app.use('/:token', requireLink);
   app.use('/:token/*', requireLink);
+  app.use('/:token', portalActor);
+  app.use('/:token/*', portalActor);
   app.get('/:token', (c) => c.redirect(`${PORTAL_PATH}/${c.req.param('token')}/webhooks`, 303));
   const portal = new Hono<AppEnv>();
   registerWebhookPages(portal, {

@@ -1,6 +1,7 @@
 import type { Logger } from '@stampcard/config';
 import { type Ctx, type Delivery, type DeliveryPolicy, judgeAttempt, recordAttempt } from '@stampcard/core';
-import type { Queues } from '@stampcard/jobs';
+import { type Queues, scheduleDeliveries } from '@stampcard/jobs';
+import { contextOf, currentTraceparent, type DeliveryMetrics, inSpan, SpanKind } from '@stampcard/telemetry';
 import { signatureHeaders } from '@stampcard/webhooks';
 import type { DeliveryBatching } from '../batching';
 import type { Sender } from '../http';
@@ -16,6 +17,11 @@ export type DeliverDeps = {
   /** Reads and success writes shared with the jobs running at the same moment. */
   batching: DeliveryBatching;
   policy: Omit<DeliveryPolicy, 'random'>;
+  /**
+   * What the dispatcher counts of its attempts, into its process's metrics.
+   * @defaultValue none
+   */
+  metrics?: DeliveryMetrics;
 };
 
 /** A rate-limit wait this short is slept in place; a longer one puts the message back until its slot. */
@@ -67,12 +73,22 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
       body: delivery.body,
       secrets: delivery.secrets,
     });
-    // The outbox event's id too, so a receiver can match a delivery with the event feed.
+    // The outbox event's id too, so a receiver can match a delivery with the event feed; the message's place
+    // among its participant's to this endpoint, so it can drop what is older than what it has; and, for an
+    // endpoint that asks for it, the trace this delivery is part of (W3C Trace Context).
     const sent: Record<string, string> = { ...headers };
     if (message.eventId) sent['stampcard-event-id'] = message.eventId;
+    if (message.sequence !== null) sent['webhook-sequence'] = String(message.sequence);
+    // An ordered message sent after the one before it was dead-lettered names that one: the gap.
+    if (message.previousId) sent['webhook-previous-id'] = message.previousId;
+    if (endpoint.traceContext) {
+      const traceparent = currentTraceparent();
+      if (traceparent) sent.traceparent = traceparent;
+    }
     const attemptedAt = ctx.clock.now();
     const result = await sender.send(endpoint.url, sent, delivery.body);
-    if (judgeAttempt(result.statusCode, result.retryAfter, attemptedAt).kind === 'THROTTLED') {
+    const verdict = judgeAttempt(result.statusCode, result.retryAfter, attemptedAt).kind;
+    if (verdict === 'THROTTLED') {
       // Held at once for the floor, while the answer is recorded (which says for how long): the deliveries of
       // this process on their way to the endpoint step aside instead of being throttled in turn. The slot is
       // kept until then, and the window drops to one: when the pause is over one delivery tries the endpoint.
@@ -91,6 +107,9 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
       { ...deps.policy, random: Math.random() },
       batching.writeSuccess,
     );
+    countAttempt(deps, delivery, verdict, result, outcome);
+    // The next ordered message of the participant, made due by this one's end (the sweep covers a crash here).
+    if (outcome.released?.length) await scheduleDeliveries(deps.queues, outcome.released);
     if (outcome.pauseMs !== undefined) await gate.pause(endpoint.id, outcome.pauseMs);
     if (outcome.next === 'RETRY') return { later: outcome.at.getTime() - ctx.clock.now().getTime() };
     if (outcome.next === 'HELD') {
@@ -103,5 +122,64 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
     return { done: outcome.status, statusCode: result.statusCode };
   } finally {
     if (!released) inFlight.release(endpoint.id, answered);
+  }
+}
+
+/**
+ * `attemptDelivery` in a client span of the trace its job carries (tracing on and a `traceparent` given), with
+ * the answer's status and the endpoint's id; without one, the attempt alone.
+ */
+export function tracedAttempt(
+  deps: DeliverDeps,
+  delivery: Delivery,
+  traceparent: string | undefined,
+): Promise<AttemptStep> {
+  if (!traceparent) return attemptDelivery(deps, delivery);
+  return inSpan(
+    'deliver webhook',
+    {
+      kind: SpanKind.CLIENT,
+      parent: contextOf(traceparent),
+      attributes: {
+        'stampcard.webhook_message.id': delivery.message.id,
+        'stampcard.webhook_endpoint.id': delivery.endpoint.id,
+        'stampcard.webhook_message.attempt': delivery.message.attempts + 1,
+      },
+    },
+    async (span) => {
+      const step = await attemptDelivery(deps, delivery);
+      if ('done' in step) {
+        span.setAttribute('stampcard.webhook_message.status', step.done);
+        if (step.statusCode !== null) span.setAttribute('http.response.status_code', step.statusCode);
+      } else span.setAttribute('stampcard.webhook_message.later_ms', Math.round(step.later));
+      return step;
+    },
+  );
+}
+
+/**
+ * One recorded attempt in the process's metrics: its outcome and duration, the end of its message's schedule
+ * if it ended, and for a delivery the time from its event to now (the first schedule only: a replayed message,
+ * or one held while its endpoint was disabled, would say how long the operator waited).
+ */
+function countAttempt(
+  deps: DeliverDeps,
+  delivery: Delivery,
+  verdict: ReturnType<typeof judgeAttempt>['kind'],
+  result: { statusCode: number | null; errorClass: string | null; latencyMs: number },
+  outcome: Awaited<ReturnType<typeof recordAttempt>>,
+) {
+  const { metrics } = deps;
+  if (!metrics) return;
+  const kind = verdict === 'SUCCEEDED' ? 'succeeded' : verdict === 'THROTTLED' ? 'throttled' : 'failed';
+  metrics.attempt(
+    kind,
+    kind === 'succeeded' ? null : (result.errorClass ?? 'HTTP_STATUS'),
+    result.latencyMs / 1000,
+  );
+  if (outcome.next === 'HELD') metrics.settled('HELD');
+  else if (outcome.next !== 'RETRY') metrics.settled(outcome.status);
+  if (kind === 'succeeded' && delivery.recordedAt && delivery.message.generation === 0) {
+    metrics.delivered(delivery.recordedAt, deps.ctx.clock.now());
   }
 }

@@ -1,7 +1,7 @@
 import { loadDeliveries } from '@stampcard/core';
 import { deferDeliveries, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
-import { attemptDelivery, type DeliverDeps } from './attempt';
+import { type DeliverDeps, tracedAttempt } from './attempt';
 
 /** A message whose attempt threw (a store failing) is tried again as its own job after this long, in ms. */
 const AFTER_ERROR_MS = 1000;
@@ -16,13 +16,13 @@ const AFTER_ERROR_MS = 1000;
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ messages }) => {
     const deliveries = await loadDeliveries(deps.ctx, messages);
-    const deferred: { messageId: string; generation: number; delayMs: number }[] = [];
+    const deferred: { messageId: string; generation: number; delayMs: number; traceparent?: string }[] = [];
     let delivered = 0;
     let deadLettered = 0;
     await Promise.all(
       deliveries.map(async (delivery, i) => {
         if ('skip' in delivery) return;
-        const step = await attemptDelivery(deps, delivery).catch((err: unknown) => {
+        const step = await tracedAttempt(deps, delivery, messages[i]!.traceparent).catch((err: unknown) => {
           deps.logger.warn({ err, messageId: delivery.message.id }, 'delivery attempt failed; retried alone');
           return { later: AFTER_ERROR_MS };
         });

@@ -1,6 +1,6 @@
 import type { Processor } from '@stampcard/jobs';
 import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
-import { attemptDelivery, type DeliverDeps } from './attempt';
+import { type DeliverDeps, tracedAttempt } from './attempt';
 
 export type { DeliverDeps } from './attempt';
 
@@ -16,10 +16,10 @@ async function later(job: Job, token: string | undefined, ms: number): Promise<n
  * dashboard) when its schedule is spent.
  */
 export function deliverMessage(deps: DeliverDeps): Processor<'webhook-message.deliver'> {
-  return async ({ messageId, generation }, job, token) => {
+  return async ({ messageId, generation, traceparent }, job, token) => {
     const delivery = await deps.batching.load({ messageId, generation });
     if ('skip' in delivery) return { messageId, skipped: delivery.skip };
-    const step = await attemptDelivery(deps, delivery);
+    const step = await tracedAttempt(deps, delivery, traceparent);
     if ('later' in step) return later(job, token, step.later);
     if (step.done === 'FAILED') {
       throw new UnrecoverableError(

@@ -17,6 +17,19 @@ export const ERASED_PARTICIPANT = {
   notes: null,
   metadata: {},
 };
+/**
+ * A participant's personal columns as the audit log records them (its `before` and `after` hold the row's
+ * columns), as erasure leaves them.
+ */
+export const ERASED_PARTICIPANT_COLUMNS = {
+  email: ERASED_EMAIL,
+  first_name: null,
+  last_name: null,
+  notes: null,
+  metadata: {},
+  ip_address: null,
+  fingerprint: null,
+};
 /** A FormSubmission's personal fields, as erasure leaves them (also merged into stored events by SQL). */
 export const ERASED_SUBMISSION = { participantEmail: ERASED_EMAIL, formData: {} };
 

@@ -1,10 +1,11 @@
 import { erasures, events } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../context';
-import { notFound } from '../errors';
 import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../paging';
 import { shownData } from '../rules/erasure';
+import { sentEventData } from '../rules/event-data';
 import { runningErasureOfEvent } from './participants/erase';
+import { missing } from './retention/past';
 
 /**
  * A campaign's events, oldest first, for receivers to reconcile what their webhooks missed. Each is
@@ -50,7 +51,9 @@ export async function listCampaignEvents(
       .select({ seq: events.seq, txId: events.txId })
       .from(events)
       .where(and(eq(events.id, page.after), eq(events.campaignId, campaignId)));
-    if (!cursor) throw notFound(`Event ${page.after} in campaign ${campaignId}`);
+    // An event past retention was dropped with its week: the feed says so, and where it starts now.
+    if (!cursor)
+      throw await missing(ctx, 'events', `Event ${page.after} in campaign ${campaignId}`, page.after);
     from = sql`(${events.txId}, ${events.seq}) > (${cursor.txId}::xid8, ${cursor.seq})`;
   }
   // The window is sized in PostgreSQL; only the events the page may carry are loaded (`pageWithinBudget`).
@@ -84,7 +87,7 @@ export async function listCampaignEvents(
     id: e.id,
     type: e.type,
     timestamp: e.createdAt.getTime(),
-    data: shownData(e.data, e.erasing),
+    data: sentEventData(shownData(e.data, e.erasing)),
   }));
   const shown = items.slice(0, itemsWithinBudget(items));
   return {

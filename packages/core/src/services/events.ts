@@ -2,7 +2,8 @@ import { events } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import { type Ctx, handOff } from '../context';
 import type { NewEvent } from '../event-schemas';
-import { newId } from '../ids';
+import { newEventId } from '../ids';
+import { storedEventData } from '../rules/event-data';
 
 export const EVENT_TYPES = [
   'NEW_PARTICIPANT_ADDED',
@@ -27,12 +28,14 @@ export type { NewEvent };
  */
 export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]> {
   if (list.length === 0) return [];
-  const createdAt = ctx.clock.now().toISOString();
+  const now = ctx.clock.now();
+  const createdAt = now.toISOString();
+  // Each id carries the time it is recorded at, to the millisecond: its partition (see `newEventId`).
   const rows = list.map((e) => ({
-    id: newId('event'),
+    id: newEventId(now),
     campaign_id: e.campaignId,
     type: e.type,
-    data: e.data,
+    data: storedEventData(e.data),
   }));
   // One JSON parameter whatever the number of events, so the statement's text (and its prepared plan) is the
   // same for every batch; `ordinality` keeps the list's order in `seq`.

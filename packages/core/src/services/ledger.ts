@@ -1,6 +1,6 @@
 import { loyaltyActions, type Metadata } from '@stampcard/db';
 import { type Ctx, handOff } from '../context';
-import { newId } from '../ids';
+import { newActionId } from '../ids';
 import type { ActionRow } from '../serialize';
 
 /** A loyalty action to record in the ledger, QUEUED for the worker. */
@@ -17,19 +17,26 @@ export type QueuedActionInput = {
    * (`loyalty_actions_inflight_uq`, on non-null hashes of QUEUED rows) ignores.
    */
   requestHash?: string | null;
+  /** The participant import that carries a count over with this action. */
+  importId?: string | null;
+  /** Applied without events (an import's `silent=true`). */
+  silent?: boolean;
 };
 
 /** The ledger row of a newly accepted action: a new id, QUEUED, created now. */
 function queuedActionRow(ctx: Ctx, input: QueuedActionInput): typeof loyaltyActions.$inferInsert {
+  const now = ctx.clock.now();
   return {
-    id: input.id ?? newId('action'),
+    id: input.id ?? newActionId(now),
     campaignId: input.campaignId,
     participantId: input.participantId,
     rewardId: input.rewardId,
     status: 'QUEUED',
     metadata: input.metadata ?? null,
     requestHash: input.requestHash ?? null,
-    createdAt: ctx.clock.now(),
+    importId: input.importId ?? null,
+    silent: input.silent ?? false,
+    createdAt: now,
   };
 }
 

@@ -35,6 +35,10 @@ export const loyaltyActions = pgTable(
     requestHash: text('request_hash'),
     unlockedRewardIds: text('unlocked_reward_ids').array().notNull().default(sql`'{}'::text[]`),
     reason: text('reason'),
+    /** The participant import that carried this count over (`loyaltyActionCount.<rewardId>`), if one did. */
+    importId: text('import_id'),
+    /** Applied without events (an import's `silent=true`): counted and unlocking, never sent as webhooks. */
+    silent: boolean('silent').notNull().default(false),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull(),
     appliedAt: timestamp('applied_at', { withTimezone: true, mode: 'date' }),
   },
@@ -42,10 +46,18 @@ export const loyaltyActions = pgTable(
     uniqueIndex('loyalty_actions_inflight_uq')
       .on(t.requestHash)
       .where(sql`${t.status} = 'QUEUED' and ${t.requestHash} is not null`),
-    index('loyalty_actions_queued_idx').on(t.createdAt).where(sql`${t.status} = 'QUEUED'`),
-    // The operator console's actions accepted and applied per minute: a range of the last hour of each.
-    index('loyalty_actions_created_idx').on(t.createdAt),
-    index('loyalty_actions_applied_idx').on(t.appliedAt).where(sql`${t.appliedAt} is not null`),
+    // The actions still to apply (QUEUED rows only: a few entries at any time, not one per row of the ledger), by
+    // participant, oldest first: a batch applies a participant's earlier ones before its own (in the order
+    // accepted), and an import counts them. The relay's look-up of the oldest reads all of it (the backlog) and
+    // sorts: one index of QUEUED rows, so the planner has no other to choose for a participant's range.
+    index('loyalty_actions_participant_queued_idx')
+      .on(t.participantId, t.createdAt)
+      .where(sql`${t.status} = 'QUEUED'`),
+    // The operator console's actions accepted and applied per minute: a range of the last hour of each. Rows
+    // arrive in time order, so a BRIN index (a few pages for millions of rows) finds that range, where a btree
+    // cost 24 bytes a row each.
+    index('loyalty_actions_created_brin').using('brin', t.createdAt),
+    index('loyalty_actions_applied_brin').using('brin', t.appliedAt),
     // A campaign's ledger in the order it was accepted: its export, a page at a time from any point.
     index('loyalty_actions_campaign_created_idx').on(t.campaignId, t.createdAt, sql`${t.id} collate "C"`),
   ],
@@ -137,11 +149,14 @@ const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => 
  * of the transaction that wrote it: the public feed orders by (txId, seq) and shows only events of
  * transactions older than every one still running, so an event that commits late can never appear behind a
  * cursor a reader already passed (a `seq` taken early can commit after a larger one).
+ *
+ * Partitioned by week of `createdAt` (migration 0023; see `PARTITIONED_TABLES`): a week past
+ * `EVENT_RETENTION_DAYS` is dropped whole by the worker.
  */
 export const events = pgTable(
   'events',
   {
-    seq: bigserial('seq', { mode: 'number' }).primaryKey(),
+    seq: bigserial('seq', { mode: 'number' }).notNull(),
     id: text('id').notNull(),
     campaignId: text('campaign_id')
       .notNull()
@@ -153,10 +168,16 @@ export const events = pgTable(
     txId: xid8('tx_id').notNull().default(sql`pg_current_xact_id()`),
   },
   (t) => [
-    uniqueIndex('events_id_uq').on(t.id),
-    index('events_campaign_seq_idx').on(t.campaignId, t.seq),
+    // Its look-ups by id. Not unique: a partitioned table's unique index must hold its partition key, and ids
+    // are unique by construction (20 random characters).
+    index('events_id_idx').on(t.id),
+    // The feed's order, and the campaign's events when it is deleted.
     index('events_campaign_tx_seq_idx').on(t.campaignId, t.txId, t.seq),
     index('events_undispatched_idx').on(t.seq).where(sql`${t.dispatchedAt} is null`),
+    // The fan-out's order per participant: whether an earlier event of a participant is still to fan out.
+    index('events_undispatched_participant_idx')
+      .on(sql`(${t.data} #>> '{participant,id}')`, t.seq)
+      .where(sql`${t.dispatchedAt} is null and (${t.data} #>> '{participant,id}') is not null`),
     // Erasure finds a deleted participant's events by the participant they show, in `seq` order, in batches
     // (see `services/participants/erase.ts` in core). Events that show no participant are not in it.
     index('events_participant_idx')

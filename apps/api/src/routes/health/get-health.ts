@@ -3,7 +3,8 @@ import type { App } from '../../env';
 import { errorResponsesFor } from '../../lib/error-schema';
 import { okResponse } from '../../lib/schemas';
 
-const Health = z.strictObject({ status: z.literal('ok') }).openapi('Health');
+/** `/health`'s and `/livez`'s answer. */
+export const Health = z.strictObject({ status: z.literal('ok') }).openapi('Health');
 
 const route = createRoute({
   method: 'get',

@@ -6,7 +6,8 @@ import type { Readiness } from '../../lib/readiness';
 import { okResponse } from '../../lib/schemas';
 
 const state = z.enum(['ok', 'down']);
-const Checks = z
+/** Whether each store answered: `/ready`'s and `/readyz`'s, from the one shared check. */
+export const Checks = z
   .strictObject({ postgres: state, redis: state })
   .openapi('ReadinessChecks', { description: 'Whether each store answered within a second' });
 

@@ -1,6 +1,7 @@
 import type { App } from '../../env';
 import { registerWebhookRoutes } from '../webhooks/index';
 import { PUBLIC_WEBHOOKS } from '../webhooks/surface';
+import { registerListAuditLog } from './audit-log/list-audit-log';
 import { registerGetCampaign } from './campaigns/get-campaign';
 import { registerListCampaigns } from './campaigns/list-campaigns';
 import { registerListEvents } from './events/list-events';
@@ -8,6 +9,10 @@ import { registerGetFormSubmission } from './form-submissions/get-form-submissio
 import { registerListFormSubmissions } from './form-submissions/list-form-submissions';
 import { registerReviewFormSubmission } from './form-submissions/review-form-submission';
 import { registerSubmitForm } from './form-submissions/submit-form';
+import { registerExportRefusedRows } from './imports/export-refused-rows';
+import { registerGetImport } from './imports/get-import';
+import { registerImportParticipants } from './imports/import-participants';
+import { registerListImports } from './imports/list-imports';
 import { registerExportLoyaltyActions } from './loyalty-actions/export-loyalty-actions';
 import { registerGetLoyaltyAction } from './loyalty-actions/get-loyalty-action';
 import { registerTriggerLoyaltyAction } from './loyalty-actions/trigger-loyalty-action';
@@ -37,6 +42,10 @@ export function registerV1(app: App) {
   registerGetErasure(app);
   registerListParticipants(app);
   registerExportParticipants(app);
+  registerImportParticipants(app);
+  registerListImports(app);
+  registerGetImport(app);
+  registerExportRefusedRows(app);
   registerGetLeaderboard(app);
   registerTriggerLoyaltyAction(app);
   registerTriggerLoyaltyActionById(app);
@@ -52,5 +61,6 @@ export function registerV1(app: App) {
   registerGetFormSubmission(app);
   registerReviewFormSubmission(app);
   registerCreatePortalSession(app);
+  registerListAuditLog(app);
   registerWebhookRoutes(app, PUBLIC_WEBHOOKS);
 }

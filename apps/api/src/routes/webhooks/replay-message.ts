@@ -14,7 +14,7 @@ const route = (s: WebhookSurface) =>
     summary: 'Deliver one message again, same id, fresh retry schedule',
     tags: s.tags,
     request: { params: z.object({ id: z.string().min(1).max(64) }) },
-    responses: { ...okResponse('The message', WebhookMessage), ...s.errors() },
+    responses: { ...okResponse('The message', WebhookMessage), ...s.errors(['INVALID_STATE']) },
   });
 
 export const registerReplayMessage = (app: App, s: WebhookSurface) =>

@@ -1,6 +1,12 @@
 import { z } from '@hono/zod-openapi';
 import { ATTEMPT_LOG_KEEP } from '@stampcard/core';
-import { BACKLOG_STATES, DISABLED_REASONS, ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
+import {
+  BACKLOG_STATES,
+  DISABLED_REASONS,
+  ENDPOINT_KINDS,
+  ENDPOINT_ORDERINGS,
+  MESSAGE_STATUSES,
+} from '@stampcard/db';
 
 /** What the webhook routes answer: the shapes of `packages/core/src/services/webhooks/views.ts`. */
 
@@ -46,6 +52,12 @@ const endpointFields = {
     .openapi({ description: 'OPERATOR, GONE (it answered 410) or FAILING (5 days of failures)' }),
   disabledAt: ms('When it was disabled').nullable(),
   rateLimit: z.number().int().nullable().openapi({ description: 'Deliveries per second; null: no limit' }),
+  traceContext: z
+    .boolean()
+    .openapi({ description: 'Deliveries carry a W3C `traceparent` header (when the service traces)' }),
+  ordering: z.enum(ENDPOINT_ORDERINGS).openapi({
+    description: "`PARTICIPANT`: a participant's messages one at a time, in order; `NONE`: as they come",
+  }),
   failingSince: ms('When its current run of failures began').nullable(),
   throttledSince: ms(
     'When its current run of throttled answers (429/503 with Retry-After) began; a success ends it',
@@ -113,9 +125,24 @@ export const WebhookMessage = z
     campaignId: z.string(),
     eventId: z.string().nullable().openapi({ description: 'null for a test message' }),
     eventType: z.string().openapi({ description: 'An event type, or WEBHOOK_TEST' }),
+    participantId: z.string().nullable().openapi({
+      description: 'The participant its event shows; null for an event of none and a test message',
+    }),
+    sequence: z.number().int().min(1).nullable().openapi({
+      description:
+        "Its place among its participant's messages to this endpoint (the `webhook-sequence` header): 1, 2, 3… in the order their events were recorded; null without a participant, and for messages made before sequences existed",
+    }),
+    previousId: z.string().nullable().openapi({
+      description:
+        'For a message of a PARTICIPANT-ordered endpoint sent after the one before it was dead-lettered: that one (the `webhook-previous-id` header)',
+    }),
     status: z.enum(MESSAGE_STATUSES),
     attempts: z.number().int().openapi({ description: 'Attempts of the current schedule' }),
-    nextAttemptAt: ms('When it is next tried, while PENDING').nullable(),
+    waiting: z.boolean().openapi({
+      description:
+        'PENDING behind an earlier message of its participant (a PARTICIPANT-ordered endpoint): sent once that one succeeds or is dead-lettered',
+    }),
+    nextAttemptAt: ms('When it is next tried, while PENDING and not waiting').nullable(),
     lastStatusCode: z.number().int().nullable(),
     lastError: z.string().nullable(),
     createdAt: ms('When it was made'),

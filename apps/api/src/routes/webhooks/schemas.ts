@@ -1,7 +1,7 @@
 import { z } from '@hono/zod-openapi';
 import type { BacklogHandOff } from '@stampcard/core';
 import { EVENT_TYPES } from '@stampcard/core';
-import { ENDPOINT_KINDS, MESSAGE_STATUSES } from '@stampcard/db';
+import { ENDPOINT_KINDS, ENDPOINT_ORDERINGS, MESSAGE_STATUSES } from '@stampcard/db';
 import { enqueueBacklogSteps, scheduleDeliveries } from '@stampcard/jobs';
 import type { Context } from 'hono';
 import type { AppEnv } from '../../env';
@@ -22,6 +22,14 @@ const endpointFields = {
     .nullable()
     .optional()
     .openapi({ description: 'Deliveries per second, across every dispatcher; null: no limit' }),
+  traceContext: z.boolean().optional().openapi({
+    description:
+      'Send a W3C `traceparent` header with each delivery, when the service traces (OpenTelemetry), so that your spans join the trace of the action that caused it. Default false',
+  }),
+  ordering: z.enum(ENDPOINT_ORDERINGS).optional().openapi({
+    description:
+      "`PARTICIPANT`: a participant's messages are sent one at a time, in the order their events were recorded (`webhook-sequence`), each once the one before succeeded or was dead-lettered; other participants' go on meanwhile. `NONE` (the default): sent as they come. A change applies to the messages made after it",
+  }),
   description: z.string().max(1000).optional(),
 };
 export const EndpointBody = z.strictObject(endpointFields);

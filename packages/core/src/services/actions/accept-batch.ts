@@ -1,7 +1,6 @@
-import type { Tx } from '@stampcard/db';
-import { sql } from 'drizzle-orm';
+import type { Database } from '@stampcard/db';
 import { assertLive, type Ctx, handOff } from '../../context';
-import { newId } from '../../ids';
+import { newActionId } from '../../ids';
 import { microBatch } from '../../micro-batch';
 import type { CampaignRow } from '../../serialize';
 import { normaliseEmail } from '../participants';
@@ -11,10 +10,18 @@ type Item = { id: string; campaignId: string; input: AcceptActionInput; createdA
 
 export type AcceptBatchOptions = {
   /**
-   * Longest an action waits for others to share its insert, in ms.
-   * @defaultValue 1
+   * Longest an action waits for others to share its insert, in ms. 0: none; the actions that arrive in the
+   * same turn of the event loop share one, sent right after it, and while `maxInFlight` inserts run the
+   * next ones gather for the next insert.
+   * @defaultValue 0
    */
   maxWaitMs?: number;
+  /**
+   * Inserts under way at once, each on a connection of its own: a request arriving while they all run waits
+   * for one of them to end (its action then goes in the next insert, with every other that came meanwhile).
+   * @defaultValue 2
+   */
+  maxInFlight?: number;
   /**
    * Most actions per insert.
    * @defaultValue 64
@@ -31,10 +38,12 @@ export type AcceptBatchOptions = {
  * participant to create, a 409 for a duplicate. A request whose deadline passes while its row waits for a
  * batch is dropped before the batch is sent; once sent, its `ctx.commit` says so until the insert answers.
  */
-export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
+export function createAcceptBatcher(db: Database, opts: AcceptBatchOptions = {}) {
   const batch = microBatch<Item, string | null>({
     maxSize: opts.maxSize ?? 64,
-    maxWaitMs: opts.maxWaitMs ?? 1,
+    maxWaitMs: opts.maxWaitMs ?? 0,
+    maxInFlight: opts.maxInFlight ?? 2,
+    name: 'accept',
     // The insert commits on its own: each request's row landed when it came back.
     landed: (participantId) => participantId !== null,
     run: async (items) => {
@@ -51,7 +60,9 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
           created_at: it.createdAt.toISOString(),
         };
       });
-      const inserted = await db.execute<{ id: string; participant_id: string }>(sql`
+      // postgres.js's own statement, prepared once per connection (drizzle sends its statements unprepared,
+      // planned again each time): the same text whatever the batch, its rows one jsonb parameter.
+      const inserted = await db.$client<{ id: string; participant_id: string }[]>`
         insert into loyalty_actions
           (id, campaign_id, participant_id, reward_id, status, metadata, request_hash, created_at)
         select q.id, q.campaign_id, p.id, q.reward_id, 'QUEUED', q.metadata, q.request_hash, q.created_at
@@ -68,7 +79,7 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
           limit 1
         ) p on true
         on conflict do nothing
-        returning id, participant_id`);
+        returning id, participant_id`;
       const byId = new Map(inserted.map((r) => [r.id, r.participant_id]));
       return items.map((it) => byId.get(it.id) ?? null);
     },
@@ -79,16 +90,20 @@ export function createAcceptBatcher(db: Tx, opts: AcceptBatchOptions = {}) {
     async accept(ctx: Ctx, campaign: CampaignRow, input: AcceptActionInput): Promise<Accepted> {
       assertAcceptingActions(campaign);
       assertLive(ctx);
-      const item = { id: newId('action'), campaignId: campaign.id, input, createdAt: ctx.clock.now() };
+      const createdAt = ctx.clock.now();
+      const item = { id: newActionId(createdAt), campaignId: campaign.id, input, createdAt };
       // Dropped unsent if the request's deadline passes while it queues; marked sent when its batch goes.
       const participantId = await batch.submit(item, {
         signal: ctx.signal,
         commit: ctx.commit,
+        spans: ctx.spans,
         subject: { actionId: item.id },
       });
       if (participantId === null) return acceptLoyaltyAction(ctx, campaign, input);
       // The shared insert committed this row: hand it to the worker, as any committed write does.
+      const handing = ctx.spans ? performance.now() : 0;
       await handOff(ctx, { actionIds: [item.id] });
+      ctx.spans?.('hand-off', performance.now() - handing);
       return {
         action: {
           id: item.id,

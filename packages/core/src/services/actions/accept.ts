@@ -2,7 +2,7 @@ import { loyaltyActions, type Metadata, participants, rewards } from '@stampcard
 import { and, eq } from 'drizzle-orm';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { duplicateRequest, invalidState, notFound } from '../../errors';
-import { newId } from '../../ids';
+import { newActionId } from '../../ids';
 import { isUniqueViolation } from '../../pg-error';
 import type { CampaignRow } from '../../serialize';
 import { recordQueuedActions } from '../ledger';
@@ -69,7 +69,7 @@ export async function acceptLoyaltyAction(
   if (!found) throw notFound(`Reward ${input.rewardId} in campaign ${campaign.id}`);
 
   // Named before it is written: a 503 that cannot tell whether the write landed says which action to look up.
-  const subject = { actionId: newId('action') };
+  const subject = { actionId: newActionId(ctx.clock.now()) };
   const newAction = (participantId: string) => ({
     id: subject.actionId,
     campaignId: campaign.id,
@@ -80,9 +80,14 @@ export async function acceptLoyaltyAction(
   });
   try {
     if (found.participant) {
-      // The common case is a single statement: no transaction round trips.
+      // The common case is a single statement: no transaction round trips. The ledger is its own record (the
+      // audit log records no action), so it names no actor, which would make it a transaction.
       const row = newAction(found.participant.id);
-      const [action] = await commitWrite(ctx, (w) => recordQueuedActions(w, [row]), subject);
+      const [action] = await commitWrite(
+        { ...ctx, actor: undefined },
+        (w) => recordQueuedActions(w, [row]),
+        subject,
+      );
       return { action: queued(action!), participantCreated: false };
     }
     if ('id' in who) throw notFound(`Participant ${who.id} in campaign ${campaign.id}`);

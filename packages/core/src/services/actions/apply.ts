@@ -1,7 +1,8 @@
-import { anyOf, campaigns, loyaltyActions, participants, rewards } from '@stampcard/db';
+import { anyOf, campaigns, loyaltyActions, participants, rewards, type Tx } from '@stampcard/db';
 import { asc, eq, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
 import { type Ctx, unitOfWork } from '../../context';
+import { compareIds } from '../../ids';
 import { countAction } from '../../rules/counters';
 import { boardsChangedByAction, bucketMoves } from '../../rules/leaderboard';
 import { goalCount, hasWinnersCap, reachesGoal } from '../../rules/unlock';
@@ -22,11 +23,53 @@ export type AppliedAction = {
   status: ActionRow['status'];
   unlockedRewardIds: string[];
   reason?: string;
+  /** When it was accepted. */
+  createdAt: Date;
+  /** The events its application recorded (none for a rejected or a silent one). */
+  eventIds?: string[];
 };
 
 /**
- * The worker's half: applies queued actions, each exactly once, all in ONE transaction (a batch).
- * An action no longer QUEUED (a redelivered or re-enqueued job) is skipped. Rows are locked in a fixed
+ * The most QUEUED actions of its participants a batch looks up to apply with its own (see `applyActions`): past
+ * it, in a backlog of more than this many actions of its participants, the rest are applied by their own
+ * batches, and may be applied after a later one.
+ */
+export const EARLIER_ACTIONS_MAX = 1000;
+
+/**
+ * Every QUEUED action of the participants of `ids` accepted before (or with) the latest of `ids` of the same
+ * participant, oldest first, up to `EARLIER_ACTIONS_MAX`: the batch applies them with its own, so that a
+ * participant's actions are applied in the order they were accepted (`created_at`, then `id`, which grows
+ * within a millisecond: `newActionId`), whichever of their jobs a worker takes first. A statement of its own,
+ * before the claim, so the claim keeps its plan (`id = any($1)`, by primary key). Plans that do not depend on
+ * the planner's estimates (a fresh table is unanalysed, and the QUEUED rows come and go): `ids` by primary key
+ * (no `status` test, which would offer the partial index; an id no longer QUEUED only adds its participant),
+ * then one range of `loyalty_actions_participant_queued_idx`, the only index of QUEUED rows, per participant.
+ */
+async function earlierOfTheirParticipants(db: Tx, ids: string[]): Promise<string[]> {
+  const rows = await db.execute<{ id: string }>(sql`
+    select e.id from (
+        select participant_id, max(created_at) as upto from ${loyaltyActions}
+        where id = any(${sql.param(ids)}::text[])
+        group by participant_id
+      ) m
+      cross join lateral (
+        select q.id, q.created_at from ${loyaltyActions} q
+        where q.participant_id = m.participant_id and q.status = 'QUEUED' and q.created_at <= m.upto
+        order by q.created_at
+        limit ${EARLIER_ACTIONS_MAX}
+      ) e
+    order by e.created_at
+    limit ${EARLIER_ACTIONS_MAX}`);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * The worker's half: applies queued actions, each exactly once, all in ONE transaction (a batch), with the
+ * earlier QUEUED actions of the same participants (`earlierOfTheirParticipants`): a participant's actions
+ * are counted in the order they were accepted, so the one that reaches a goal is the one that unlocks it,
+ * even when a later action's job is taken before an earlier one's. An action no longer QUEUED (a redelivered
+ * or re-enqueued job, or one an earlier batch applied with its participant's later one) is skipped. Rows are locked in a fixed
  * order (actions, participants by id, capped rewards by id, leaderboard buckets by campaign, board and score,
  * campaigns by id) so that concurrent batches cannot deadlock and never over-award. Counts, leaderboard
  * buckets, unlocks, counters and outbox events commit together; the events are handed on after commit
@@ -38,12 +81,18 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     const { db } = tx;
     const now = ctx.clock.now();
     const month = monthKey(now);
-    const claimed = await settleQueuedActions(db, anyOf(loyaltyActions.id, [...new Set(actionIds)]), {
-      status: 'APPLIED',
-      appliedAt: now,
-    }).returning();
+    const given = [...new Set(actionIds)];
+    const earlier = await earlierOfTheirParticipants(db, given);
+    const claimed = await settleQueuedActions(
+      db,
+      anyOf(loyaltyActions.id, [...new Set([...given, ...earlier])]),
+      {
+        status: 'APPLIED',
+        appliedAt: now,
+      },
+    ).returning();
     if (claimed.length === 0) return [];
-    claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.id.localeCompare(b.id));
+    claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id));
 
     const pRows = await db
       .select()
@@ -87,6 +136,8 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
 
     const results: AppliedAction[] = [];
     const outbox: NewEvent[] = [];
+    // The action each outbox event comes from, by position: each applied action learns its events' ids.
+    const causes: AppliedAction[] = [];
     const campaignDelta = new Map<string, { actions: number; winners: number }>();
     const touched = new Set<string>();
 
@@ -111,6 +162,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           status: 'REJECTED',
           unlockedRewardIds: [],
           reason: reason ?? 'UNKNOWN',
+          createdAt: action.createdAt,
         });
         continue;
       }
@@ -132,8 +184,17 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       campaignDelta.set(campaign.id, delta);
 
       const unlockedIds = unlocked ? [unlocked.id] : [];
+      results.push({
+        id: action.id,
+        status: 'APPLIED',
+        unlockedRewardIds: unlockedIds,
+        createdAt: action.createdAt,
+      });
+      // A count an import carried over with `silent=true` is counted and unlocks, and records no event.
+      if (action.silent) continue;
       const participantView = serializeParticipant(p, { now });
       const campaignView = campaignRef(campaign);
+      causes.push(results.at(-1)!);
       outbox.push({
         campaignId: campaign.id,
         type: 'LOYALTY_ACTION_APPLIED',
@@ -145,6 +206,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         },
       });
       if (unlocked?.approved) {
+        causes.push(results.at(-1)!);
         outbox.push({
           campaignId: campaign.id,
           type: 'PARTICIPANT_REACHED_A_GOAL',
@@ -155,11 +217,14 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           },
         });
       }
-      results.push({ id: action.id, status: 'APPLIED', unlockedRewardIds: unlockedIds });
     }
 
     await writeUnlocks(tx, unlocks);
-    await recordEvents(tx, outbox);
+    const eventIds = await recordEvents(tx, outbox);
+    eventIds.forEach((id, i) => {
+      const cause = causes[i]!;
+      cause.eventIds = [...(cause.eventIds ?? []), id];
+    });
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;

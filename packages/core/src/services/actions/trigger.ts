@@ -51,7 +51,9 @@ export async function triggerLoyaltyAction(
   input: AcceptActionInput,
   opts: { wait: boolean; onRecorded?: (answer: TriggerAnswer) => void },
 ): Promise<TriggerAnswer> {
+  const looking = ctx.spans ? performance.now() : 0;
   const campaign = await loadCampaignFor(ctx, principal, campaignId);
+  ctx.spans?.('campaign', performance.now() - looking);
   const { action, participantCreated } = await (options.accept ?? acceptLoyaltyAction)(ctx, campaign, input);
   const message = participantCreated
     ? 'Participant added and loyalty action accepted'

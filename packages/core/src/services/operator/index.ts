@@ -14,6 +14,7 @@ export * from './campaigns/list';
 export * from './campaigns/show';
 export * from './campaigns/update';
 export * from './console/sign-outs';
+export { requireCampaign } from './lookup';
 export * from './overview';
 export type { OperatorList, OperatorPage, OperatorPageQuery } from './page';
 export * from './rewards/create';

@@ -4,9 +4,9 @@ import { monthKey } from '../../clock';
 import { type Ctx, unitOfWork } from '../../context';
 import { DomainError, invalidState } from '../../errors';
 import { newParticipantId } from '../../ids';
-import { emailKey } from '../../rules/fraud';
+import { emailKey, type FraudVerdict } from '../../rules/fraud';
 import { type CampaignRow, campaignRef, type ParticipantRow, serializeParticipant } from '../../serialize';
-import { recordEvents } from '../events';
+import { type NewEvent, recordEvents } from '../events';
 import { blockAfterRefusal, countForThrottle, fraudLookup, judge } from './fraud';
 import { findParticipant, normaliseEmail } from './lookup';
 
@@ -42,57 +42,77 @@ export async function ensureParticipant(
   const verdict = judge(campaign, input, lookup, now);
   const [inserted] = await ctx.db
     .insert(participants)
-    .values({
-      id: newParticipantId(),
-      campaignId: campaign.id,
-      email,
-      emailKey: emailKey(email),
-      firstName: input.firstName ?? null,
-      lastName: input.lastName ?? null,
-      ipAddress: input.ipAddress ?? null,
-      fingerprint: input.fingerprint ?? null,
-      metadata: input.metadata ?? null,
-      notes: input.notes ?? null,
-      fraudRiskLevel: verdict.fraudRiskLevel,
-      fraudReasonCode: verdict.fraudReasonCode,
-      loyaltyActionSource: source,
-      countsMonth: monthKey(now),
-      createdAt: now,
-      updatedAt: now,
-    })
+    .values(newParticipantValues(campaign, input, source, verdict, now))
     .onConflictDoNothing({ target: [participants.campaignId, participants.email] })
     .returning();
   if (!inserted) return existing(ctx, campaign, email);
   // A refusal by the throttle rolls the insert back.
   if (verdict.throttled && input.ipAddress) await countForThrottle(ctx, campaign, input.ipAddress);
-  await recordEvents(ctx, [
-    {
-      campaignId: campaign.id,
-      type: 'NEW_PARTICIPANT_ADDED',
-      data: {
-        participant: serializeParticipant(inserted, { now, rewards: [] }),
-        campaign: campaignRef(campaign),
-      },
-    },
-  ]);
-  // The account and campaign rows are shared by every new participant: both counters move in ONE
-  // statement, last, so their row locks are held for as short a time as the transaction allows.
+  await recordEvents(ctx, [participantAddedEvent(campaign, inserted, now)]);
+  if (!(await countNewParticipants(ctx, campaign, 1))) throw quotaExhausted();
+  return { participant: inserted, created: true };
+}
+
+/** The row a new participant is inserted as, once anti-fraud's verdict is in. */
+export function newParticipantValues(
+  campaign: CampaignRow,
+  input: NewParticipantInput,
+  source: ParticipantRow['loyaltyActionSource'],
+  verdict: FraudVerdict,
+  now: Date,
+): typeof participants.$inferInsert {
+  const email = normaliseEmail(input.email);
+  return {
+    id: newParticipantId(),
+    campaignId: campaign.id,
+    email,
+    emailKey: emailKey(email),
+    firstName: input.firstName ?? null,
+    lastName: input.lastName ?? null,
+    ipAddress: input.ipAddress ?? null,
+    fingerprint: input.fingerprint ?? null,
+    metadata: input.metadata ?? null,
+    notes: input.notes ?? null,
+    fraudRiskLevel: verdict.fraudRiskLevel,
+    fraudReasonCode: verdict.fraudReasonCode,
+    loyaltyActionSource: source,
+    countsMonth: monthKey(now),
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The event of a participant just created. */
+export const participantAddedEvent = (campaign: CampaignRow, row: ParticipantRow, now: Date): NewEvent => ({
+  campaignId: campaign.id,
+  type: 'NEW_PARTICIPANT_ADDED',
+  data: { participant: serializeParticipant(row, { now, rewards: [] }), campaign: campaignRef(campaign) },
+});
+
+/** The 402 of a participant past the account's quota. */
+export const quotaExhausted = () =>
+  new DomainError(
+    'USAGE_LIMIT',
+    'Participant quota has been exhausted: upgrade the plan to add more participants',
+  );
+
+/**
+ * Counts `n` new participants on the account (against its quota) and the campaign, in the caller's
+ * transaction: false, counting nothing, when the account has fewer than `n` left. The account and campaign rows
+ * are shared by every new participant: both counters move in ONE statement, which the caller runs last, so their
+ * row locks are held for as short a time as the transaction allows.
+ */
+export async function countNewParticipants(ctx: Ctx, campaign: CampaignRow, n: number): Promise<boolean> {
   const counted = await ctx.db.execute<{ id: string }>(sql`
     with quota as (
-      update ${accounts} set participant_count = participant_count + 1
-      where id = ${campaign.accountId} and (participant_quota is null or participant_count < participant_quota)
+      update ${accounts} set participant_count = participant_count + ${n}
+      where id = ${campaign.accountId} and (participant_quota is null or participant_count + ${n} <= participant_quota)
       returning id
     )
-    update ${campaigns} set participant_count = participant_count + 1
+    update ${campaigns} set participant_count = participant_count + ${n}
     where id = ${campaign.id} and exists (select 1 from quota)
     returning id`);
-  if (counted.length === 0) {
-    throw new DomainError(
-      'USAGE_LIMIT',
-      'Participant quota has been exhausted: upgrade the plan to add more participants',
-    );
-  }
-  return { participant: inserted, created: true };
+  return counted.length > 0;
 }
 
 /** The campaign's participant with this email, which exists (found by the look-up or by a concurrent insert). */

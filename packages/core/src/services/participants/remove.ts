@@ -58,7 +58,7 @@ export async function deleteParticipant(
     if (!gone) throw participantNotFound(campaign.id, idOrEmail);
     // Before the shared rows (buckets, account, campaign) are locked, so other writers of the campaign do not
     // wait for it: one bounded batch, whatever the length of the history.
-    const erased = await startErasure(tx, campaign.id, gone.id);
+    const erased = await startErasure(tx, campaign, gone.id);
     // Out of the leaderboards: the buckets of every count its row remembers (locked before the campaign's row).
     await moveBuckets(
       { ...ctx, db },

@@ -32,7 +32,7 @@ export type ParticipantUpdated = {
   loyaltyActionIds: string[];
 };
 
-type Field = EventData<'PARTICIPANT_UPDATED'>['changed'][number];
+export type ParticipantField = EventData<'PARTICIPANT_UPDATED'>['changed'][number];
 
 const issue = (param: string, value: unknown, msg: string): ValidationIssue => ({
   location: 'body',
@@ -67,8 +67,8 @@ function metadataExpression(merge: [string, Metadata[string]][], increments: [st
 const sameMetadata = (a: Metadata | null, b: Metadata | null) =>
   JSON.stringify(a ?? {}) === JSON.stringify(b ?? {});
 
-function changedFields(before: ParticipantRow, after: ParticipantRow): Field[] {
-  const changed: Field[] = [];
+function changedFields(before: ParticipantRow, after: ParticipantRow): ParticipantField[] {
+  const changed: ParticipantField[] = [];
   for (const f of ['firstName', 'lastName', 'email', 'notes'] as const) {
     if (before[f] !== after[f]) changed.push(f);
   }
@@ -120,7 +120,6 @@ export async function updateParticipant(
   idOrEmail: string,
   patch: ParticipantPatch,
 ): Promise<ParticipantUpdated> {
-  const merge = Object.entries(patch.metadata ?? {});
   const increments = Object.entries(patch.metadataIncrement ?? {});
   const given = Object.entries(patch).filter(([, v]) => v !== undefined);
   if (given.length === 0) {
@@ -140,9 +139,7 @@ export async function updateParticipant(
   });
   if (inputIssues.length > 0) throw validationError(inputIssues);
 
-  const now = ctx.clock.now();
   return unitOfWork(ctx, async (tx): Promise<ParticipantUpdated> => {
-    const { db } = tx;
     const before = await lockParticipant(tx, campaign.id, idOrEmail);
     const stored = before.metadata ?? {};
     const notNumbers = increments.filter(
@@ -160,59 +157,80 @@ export async function updateParticipant(
       );
     }
 
-    let after: ParticipantRow | undefined;
-    try {
-      [after] = await db
-        .update(participants)
-        .set({
-          ...(patch.firstName !== undefined ? { firstName: patch.firstName } : {}),
-          ...(patch.lastName !== undefined ? { lastName: patch.lastName } : {}),
-          ...(patch.email !== undefined
-            ? { email: normaliseEmail(patch.email), emailKey: emailKey(patch.email) }
-            : {}),
-          ...(patch.notes !== undefined ? { notes: patch.notes } : {}),
-          ...(merge.length > 0 || increments.length > 0
-            ? { metadata: metadataExpression(merge, increments) }
-            : {}),
-          updatedAt: now,
-        })
-        .where(eq(participants.id, before.id))
-        .returning();
-    } catch (err) {
-      if (isUniqueViolation(err, 'participants_campaign_email_uq')) {
-        throw validationError([
-          issue('email', patch.email, 'another participant of this campaign has this email'),
-        ]);
-      }
-      if (pgError(err)?.code === '22003') {
-        throw validationError([issue('metadataIncrement', null, 'a sum is out of range')]);
-      }
-      throw err;
-    }
-    if (!after) throw participantNotFound(campaign.id, idOrEmail);
-    const conversion = dueConversion(
-      campaign,
-      increments.map(([key]) => key),
-      after.metadata,
-    );
-    const converted = conversion ? await convertPoints(tx, campaign.id, after.id, conversion) : null;
-    if (converted) after = { ...after, metadata: converted.metadata };
-    checkStoredMetadata(after.metadata, increments);
+    return changeParticipant(tx, campaign, before, patch);
+  });
+}
 
-    const changed = changedFields(before, after);
-    if (changed.length > 0) {
-      await recordEvents(tx, [
-        {
-          campaignId: campaign.id,
-          type: 'PARTICIPANT_UPDATED',
-          data: {
-            participant: serializeParticipant(after, { now }),
-            campaign: campaignRef(campaign),
-            changed,
-          },
-        },
+/**
+ * The change itself, in the caller's unit of work on `before`, the participant's row as locked by the caller:
+ * the UPDATE, the points conversion, the metadata limits (400 rolls it back) and `PARTICIPANT_UPDATED` naming
+ * the fields whose value changed (none recorded when nothing did, or when `silent`: an import's, see
+ * `runImportStep`). Shared by the API's update and an import's rows for participants that exist.
+ */
+export async function changeParticipant(
+  tx: Ctx,
+  campaign: CampaignRow,
+  before: ParticipantRow,
+  patch: ParticipantPatch,
+  opts: { silent?: boolean } = {},
+): Promise<ParticipantUpdated & { changed: ParticipantField[] }> {
+  const { db } = tx;
+  const now = tx.clock.now();
+  const merge = Object.entries(patch.metadata ?? {});
+  const increments = Object.entries(patch.metadataIncrement ?? {});
+  const idOrEmail = before.id;
+  let after: ParticipantRow | undefined;
+  try {
+    [after] = await db
+      .update(participants)
+      .set({
+        ...(patch.firstName !== undefined ? { firstName: patch.firstName } : {}),
+        ...(patch.lastName !== undefined ? { lastName: patch.lastName } : {}),
+        ...(patch.email !== undefined
+          ? { email: normaliseEmail(patch.email), emailKey: emailKey(patch.email) }
+          : {}),
+        ...(patch.notes !== undefined ? { notes: patch.notes } : {}),
+        ...(merge.length > 0 || increments.length > 0
+          ? { metadata: metadataExpression(merge, increments) }
+          : {}),
+        updatedAt: now,
+      })
+      .where(eq(participants.id, before.id))
+      .returning();
+  } catch (err) {
+    if (isUniqueViolation(err, 'participants_campaign_email_uq')) {
+      throw validationError([
+        issue('email', patch.email, 'another participant of this campaign has this email'),
       ]);
     }
-    return { participant: after, loyaltyActionIds: converted?.actionIds ?? [] };
-  });
+    if (pgError(err)?.code === '22003') {
+      throw validationError([issue('metadataIncrement', null, 'a sum is out of range')]);
+    }
+    throw err;
+  }
+  if (!after) throw participantNotFound(campaign.id, idOrEmail);
+  const conversion = dueConversion(
+    campaign,
+    increments.map(([key]) => key),
+    after.metadata,
+  );
+  const converted = conversion ? await convertPoints(tx, campaign.id, after.id, conversion) : null;
+  if (converted) after = { ...after, metadata: converted.metadata };
+  checkStoredMetadata(after.metadata, increments);
+
+  const changed = changedFields(before, after);
+  if (changed.length > 0 && !opts.silent) {
+    await recordEvents(tx, [
+      {
+        campaignId: campaign.id,
+        type: 'PARTICIPANT_UPDATED',
+        data: {
+          participant: serializeParticipant(after, { now }),
+          campaign: campaignRef(campaign),
+          changed,
+        },
+      },
+    ]);
+  }
+  return { participant: after, loyaltyActionIds: converted?.actionIds ?? [], changed };
 }

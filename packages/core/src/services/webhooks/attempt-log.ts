@@ -1,5 +1,15 @@
 import { webhookAttempts, webhookMessages } from '@stampcard/db';
-import { asc, getTableColumns, inArray, lte, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import {
+  asc,
+  type Column,
+  getTableColumns,
+  inArray,
+  lte,
+  or,
+  type SQL,
+  type SQLWrapper,
+  sql,
+} from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ATTEMPT_LOG_KEEP } from '../../rules/delivery';
 import type { AttemptLog } from './views';
@@ -55,10 +65,32 @@ export const attemptLogBytes = (messageId: SQLWrapper): SQL => sql`(
     + coalesce(octet_length(${webhookAttempts.errorClass}), 0)), 0)
   from ${webhookAttempts} where ${webhookAttempts.messageId} = ${messageId})`;
 
+/**
+ * A message's partition key as PostgreSQL takes it: a message made before partitioning holds `-infinity`, which
+ * JavaScript reads as an invalid date.
+ */
+export const eventAtKey = (at: Date) => (Number.isNaN(at.getTime()) ? '-infinity' : at.toISOString());
+
+/**
+ * `event_at` within the milliseconds of `times` (messages' `eventAt` as read): JavaScript keeps milliseconds,
+ * a row made by PostgreSQL's `now()` (a default) keeps microseconds, so a key read back is matched by its
+ * millisecond, never by equality. A range, so PostgreSQL reads only the partitions it spans. No condition when
+ * one of them holds `-infinity` (a message from before partitioning: its partition is found by its id).
+ */
+export function eventAtWithin(column: SQL | Column, times: readonly Date[]): SQL | undefined {
+  const ms = times.map((t) => t.getTime());
+  if (ms.length === 0 || ms.some(Number.isNaN)) return undefined;
+  const from = new Date(Math.min(...ms)).toISOString();
+  const to = new Date(Math.max(...ms) + 1).toISOString();
+  return sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)`;
+}
+
 /** One attempt as `recordAttempt` writes it. */
 export type AttemptInsert = {
   id: string;
   messageId: string;
+  /** Its message's `event_at`: no attempt of it is older. */
+  since: Date;
   endpointId: string;
   attemptedAt: Date;
   statusCode: number | null;
@@ -79,16 +111,18 @@ export type AttemptInsert = {
  * past the first `ATTEMPT_LOG_KEEP`, and not among the last `ATTEMPT_LOG_KEEP - 1` (the new one is the last).
  * Returns each deleted row's `message_id`, for the count on its message. Read through the (message, time, id)
  * index; a log within the bound loses nothing. A data-modifying CTE: it sees the log as it was before the
- * statement that also inserts the new attempt.
+ * statement that also inserts the new attempt. `since` (the messages' earliest `event_at`) bounds what it reads:
+ * no attempt is older than its message's event, so the attempts' older partitions are not read.
  */
-export const pruneBeforeAttempt = (messageIds: SQL): SQL => sql`
+export const pruneBeforeAttempt = (messageIds: SQL, since: SQL): SQL => sql`
   delete from ${webhookAttempts} d using (
-    select id,
+    select message_id, attempted_at, id,
       row_number() over (partition by message_id order by attempted_at, id) as from_start,
       row_number() over (partition by message_id order by attempted_at desc, id desc) as from_end
-    from ${webhookAttempts} where message_id in (${messageIds})
+    from ${webhookAttempts} where message_id in (${messageIds}) and attempted_at >= ${since}
   ) r
-  where d.id = r.id and r.from_start > ${ATTEMPT_LOG_KEEP} and r.from_end >= ${ATTEMPT_LOG_KEEP}
+  where (d.message_id, d.attempted_at, d.id) = (r.message_id, r.attempted_at, r.id)
+    and r.from_start > ${ATTEMPT_LOG_KEEP} and r.from_end >= ${ATTEMPT_LOG_KEEP}
   returning d.message_id`;
 
 /**
@@ -99,7 +133,7 @@ export const pruneBeforeAttempt = (messageIds: SQL): SQL => sql`
 export async function insertAttempt(ctx: Ctx, attempt: AttemptInsert): Promise<void> {
   const a = attempt;
   await ctx.db.execute(sql`
-    with pruned as (${pruneBeforeAttempt(sql`${a.messageId}`)}), counted as (
+    with pruned as (${pruneBeforeAttempt(sql`${a.messageId}`, sql`${eventAtKey(a.since)}::timestamptz`)}), counted as (
       update ${webhookMessages} set attempts_pruned = attempts_pruned + (select count(*) from pruned)
       where id = ${a.messageId} and exists (select 1 from pruned)
     )

@@ -1,9 +1,16 @@
-import { type BacklogKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import {
+  type BacklogKind,
+  webhookAttempts,
+  webhookEndpoints,
+  webhookMessages,
+  webhookSequences,
+} from '@stampcard/db';
 import { and, count, eq, lte, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { DomainError } from '../../errors';
 import { pgError } from '../../pg-error';
 import { pickedMessages, replayed, type Scheduled } from './messages';
+import { notWaiting, orderedKeys, releaseNextOrdered } from './ordering';
 import { type EndpointRow, serializeBacklog } from './views';
 
 /**
@@ -29,7 +36,10 @@ export type BacklogBatch = {
   ran: boolean;
   /** Messages the batch handled. */
   handled: number;
-  /** Messages the batch made due (RELEASE), for the caller to put in the delivery queue. */
+  /**
+   * Messages the batch made due, for the caller to put in the delivery queue: a RELEASE's, or the ordered
+   * messages a DISCARD's discarded ones held back.
+   */
   scheduled: Scheduled[];
   /** The next batch, while the operation runs. */
   next: BacklogStep | null;
@@ -105,19 +115,24 @@ async function oneBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<Backlo
   const now = tx.clock.now();
   const step = { endpointId: ep.id, operation: ep.backlogOperation, batch: ep.backlogBatches };
   if (ep.backlogKind === 'DELETE') {
-    // In no order: every message goes (their attempts with them, by cascade).
-    const gone = await tx.db
-      .delete(webhookMessages)
-      .where(
-        sql`${webhookMessages.id} = any(array(${tx.db
-          .select({ id: webhookMessages.id })
-          .from(webhookMessages)
-          .where(eq(webhookMessages.endpointId, ep.id))
-          .limit(limit)
-          .for('update', { skipLocked: true })}))`,
+    // In no order: every message goes, and its attempts with it (in the same statement: no foreign key ties
+    // them, as they are partitioned apart).
+    const gone = await tx.db.execute<{ id: string }>(sql`
+      with gone as (
+        delete from ${webhookMessages} where (id, event_at) in (
+          select id, event_at from ${webhookMessages} where endpoint_id = ${ep.id}
+          limit ${limit} for update skip locked)
+        returning id
+      ), attempts as (
+        delete from ${webhookAttempts} where message_id in (select id from gone)
       )
-      .returning({ id: webhookMessages.id });
-    if (gone.length < limit) {
+      select id from gone`);
+    // Its sequence counters too, as many a batch (one per participant it ever had a message of).
+    const counters = await tx.db.execute(sql`
+      delete from ${webhookSequences} where endpoint_id = ${ep.id} and participant_id in (
+        select participant_id from ${webhookSequences} where endpoint_id = ${ep.id} limit ${limit})
+      returning 1`);
+    if (gone.length < limit && counters.length < limit) {
       // Its last messages are gone (none can be added: fan-out and the API skip a deleted endpoint).
       await tx.db.delete(webhookEndpoints).where(eq(webhookEndpoints.id, ep.id));
       return { ran: true, handled: gone.length, scheduled: [], next: null, size: limit };
@@ -143,6 +158,9 @@ async function oneBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<Backlo
   const matching = and(
     eq(webhookMessages.endpointId, ep.id),
     eq(webhookMessages.status, 'PENDING'),
+    // A release leaves an ordered message waiting for an earlier one of its participant as it is: that one's
+    // end makes it due. A discard takes it too.
+    ep.backlogKind === 'RELEASE' ? notWaiting : undefined,
     lte(webhookMessages.createdAt, ep.backlogStartedAt!),
     sql`(${webhookMessages.createdAt}, ${webhookMessages.id}) > (select coalesce(e.backlog_cursor_at, '-infinity'::timestamptz), coalesce(e.backlog_cursor_id, '') from ${webhookEndpoints} e where e.id = ${ep.id})`,
   );
@@ -150,8 +168,17 @@ async function oneBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<Backlo
     .update(webhookMessages)
     .set(ep.backlogKind === 'RELEASE' ? replayed(now) : { status: 'DISCARDED', updatedAt: now })
     .where(pickedMessages(tx, matching, limit))
-    .returning({ messageId: webhookMessages.id, generation: webhookMessages.generation });
+    .returning({
+      messageId: webhookMessages.id,
+      generation: webhookMessages.generation,
+      endpointId: webhookMessages.endpointId,
+      participantId: webhookMessages.participantId,
+      ordered: webhookMessages.ordered,
+    });
   const finished = rows.length < limit;
+  // Discarded ordered messages: a message made since the discard started, waiting behind one of them, goes on.
+  const released =
+    ep.backlogKind === 'DISCARD' ? await releaseNextOrdered(tx, orderedKeys(rows), null, now) : [];
   await progress(
     tx,
     ep,
@@ -163,7 +190,10 @@ async function oneBatch(tx: Ctx, ep: EndpointRow, limit: number): Promise<Backlo
   return {
     ran: true,
     handled: rows.length,
-    scheduled: ep.backlogKind === 'RELEASE' ? rows.map((r) => ({ ...r, endpointId: ep.id })) : [],
+    scheduled:
+      ep.backlogKind === 'RELEASE'
+        ? rows.map((r) => ({ messageId: r.messageId, generation: r.generation, endpointId: ep.id }))
+        : released,
     next: finished ? null : { ...step, batch: step.batch + 1 },
     size: limit,
   };

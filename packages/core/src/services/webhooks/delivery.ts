@@ -1,8 +1,15 @@
-import { anyOf, erasures, events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import {
+  anyOf,
+  anyTime,
+  erasures,
+  events,
+  webhookAttempts,
+  webhookEndpoints,
+  webhookMessages,
+} from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
-import { notFound } from '../../errors';
-import { newId } from '../../ids';
+import { newId, timesOf } from '../../ids';
 import {
   failedTooLong,
   judgeAttempt,
@@ -12,10 +19,14 @@ import {
   throttleStep,
 } from '../../rules/delivery';
 import { shownData } from '../../rules/erasure';
+import { sentEventData } from '../../rules/event-data';
 import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
 import { runningErasureOfEvent } from '../participants/erase';
-import { insertAttempt, pruneBeforeAttempt } from './attempt-log';
+import { missing } from '../retention/past';
+import { eventAtKey, eventAtWithin, insertAttempt, pruneBeforeAttempt } from './attempt-log';
+import type { Scheduled } from './messages';
+import { orderedKeys, type Released, releaseNextOrdered, waits } from './ordering';
 import { inScope, type WebhookScope } from './scope';
 import type { EndpointRow, MessageRow } from './views';
 
@@ -27,10 +38,12 @@ export type Delivery = {
   body: string;
   /** The secrets that sign it now (two while a rotation overlaps). */
   secrets: string[];
+  /** When its event was recorded (the action applied); null for a test message. */
+  recordedAt: Date | null;
 };
 
 /** Why a delivery job has nothing to send. */
-export type SkippedDelivery = { skip: 'GONE' | 'NOT_PENDING' | 'STALE' | 'HELD' };
+export type SkippedDelivery = { skip: 'GONE' | 'NOT_PENDING' | 'STALE' | 'HELD' | 'WAITING' };
 
 /** A delivery job's message: its id and the generation the job was made for. */
 export type DeliveryRequest = { messageId: string; generation: number };
@@ -45,6 +58,9 @@ export async function loadDeliveries(
   ctx: Ctx,
   requests: readonly DeliveryRequest[],
 ): Promise<(Delivery | SkippedDelivery)[]> {
+  const ids = [...new Set(requests.map((r) => r.messageId))];
+  // Ids that carry their time name the partitions to read, of messages and of their events alike.
+  const times = timesOf(ids);
   const rows = await ctx.db
     .select({
       message: webhookMessages,
@@ -54,10 +70,13 @@ export async function loadDeliveries(
     })
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-    .leftJoin(events, eq(events.id, webhookMessages.eventId))
+    .leftJoin(
+      events,
+      and(eq(events.id, webhookMessages.eventId), times ? anyTime(events.createdAt, times) : undefined),
+    )
     // A deleted participant's event not yet reached by its erasure is sent erased all the same.
     .leftJoin(erasures, runningErasureOfEvent)
-    .where(anyOf(webhookMessages.id, [...new Set(requests.map((r) => r.messageId))]));
+    .where(and(anyOf(webhookMessages.id, ids), times ? anyTime(webhookMessages.eventAt, times) : undefined));
   const byId = new Map(rows.map((row) => [row.message.id, row]));
   const now = ctx.clock.now();
   return requests.map(({ messageId, generation }): Delivery | SkippedDelivery => {
@@ -66,10 +85,18 @@ export async function loadDeliveries(
     const { message, endpoint } = row;
     if (message.generation !== generation) return { skip: 'STALE' };
     if (message.status !== 'PENDING') return { skip: 'NOT_PENDING' };
+    // An ordered message behind an earlier one of its participant: that one's end makes it due, with a job.
+    if (waits(message)) return { skip: 'WAITING' };
     if (!endpoint.enabled) return { skip: 'HELD' };
     const content = contentOf(row);
     if (!content) return { skip: 'GONE' };
-    return { message, endpoint, body: JSON.stringify(content), secrets: signingSecrets(endpoint, now) };
+    return {
+      message,
+      endpoint,
+      body: JSON.stringify(content),
+      secrets: signingSecrets(endpoint, now),
+      recordedAt: row.event?.createdAt ?? null,
+    };
   });
 }
 
@@ -82,7 +109,11 @@ type ContentSource = {
 /** What a message sends, `{ type, timestamp, data }` (erased when its participant is); null when it is gone. */
 const contentOf = ({ message, event, erasing }: ContentSource) =>
   message.testBody ??
-  (event && { type: event.type, timestamp: event.createdAt.getTime(), data: shownData(event.data, erasing) });
+  (event && {
+    type: event.type,
+    timestamp: event.createdAt.getTime(),
+    data: sentEventData(shownData(event.data, erasing)),
+  });
 
 /**
  * The body a message sends (and sent), as a receiver gets it, for the console and the portal: the same
@@ -106,7 +137,7 @@ export async function messageBody(ctx: Ctx, messageId: string, scope: WebhookSco
         inScope(webhookMessages.campaignId, scope),
       ),
     );
-  if (!row) throw notFound(`Webhook message ${messageId}`);
+  if (!row) throw await missing(ctx, 'webhook_messages', `Webhook message ${messageId}`, messageId);
   return contentOf(row);
 }
 
@@ -152,6 +183,8 @@ export type AttemptOutcome = (
 ) & {
   /** The endpoint throttled: every dispatcher leaves it alone this long, in ms. */
   pauseMs?: number;
+  /** The next ordered message of the participant, made due by this one's end: to schedule once committed. */
+  released?: Scheduled[];
 };
 
 const clipped = (s: string | null, max: number) => (s === null ? null : s.slice(0, max));
@@ -176,7 +209,7 @@ export async function recordAttempt(
    * deliveries finishing together into one `recordSuccesses` statement.
    * @defaultValue one `recordSuccesses` call for this success alone
    */
-  writeSuccess: (success: Success) => Promise<void> = (one) => recordSuccesses(ctx, [one]),
+  writeSuccess: (success: Success) => Promise<Scheduled[]> = (one) => recordSuccesses(ctx, [one]),
 ): Promise<AttemptOutcome> {
   const { message, endpoint } = delivery;
   const now = result.attemptedAt;
@@ -184,6 +217,7 @@ export async function recordAttempt(
   const attempt = {
     id: newId('delivery'),
     messageId: message.id,
+    since: message.eventAt,
     endpointId: endpoint.id,
     attemptedAt: now,
     statusCode: result.statusCode,
@@ -199,17 +233,19 @@ export async function recordAttempt(
     !endpoint.failingSince &&
     !endpoint.throttledSince
   ) {
-    await writeSuccess({
+    const released = await writeSuccess({
       id: attempt.id,
       messageId: message.id,
       generation: message.generation,
+      eventAt: message.eventAt,
       endpointId: endpoint.id,
       attemptedAt: now,
       statusCode: result.statusCode!,
       latencyMs: attempt.latencyMs,
       responseExcerpt: attempt.responseExcerpt,
+      orderedParticipantId: message.ordered ? message.participantId : null,
     });
-    return { next: 'DONE', status: 'SUCCEEDED' };
+    return { next: 'DONE', status: 'SUCCEEDED', released };
   }
   return unitOfWork(ctx, async (tx) => {
     await insertAttempt(tx, attempt);
@@ -258,6 +294,7 @@ const fulfils = (message: MessageRow, endpoint: EndpointRow) =>
 const thisGeneration = (message: MessageRow) =>
   and(
     eq(webhookMessages.id, message.id),
+    eventAtWithin(webhookMessages.eventAt, [message.eventAt]),
     eq(webhookMessages.generation, message.generation),
     eq(webhookMessages.status, 'PENDING'),
   );
@@ -287,7 +324,11 @@ async function succeeded({ tx, message, endpoint, result, now }: Attempt): Promi
       );
   }
   if (fulfils(message, endpoint)) await fulfil(tx, message.eventId!, now);
-  return { next: 'DONE', status: 'SUCCEEDED' };
+  return {
+    next: 'DONE',
+    status: 'SUCCEEDED',
+    released: await releaseNextOrdered(tx, orderedKeys([message]), null, now),
+  };
 }
 
 /**
@@ -357,7 +398,9 @@ async function failed(
   const delay = nextRetryDelay(policy.schedule, message.attempts + 1, policy.random);
   if (delay === null) {
     await countFailure(a, opts.failingSince, { status: 'FAILED', at: now });
-    return { next: 'DONE', status: 'FAILED', pauseMs };
+    // Parked: the next message of its participant goes on, naming it.
+    const released = await releaseNextOrdered(a.tx, orderedKeys([message]), message.id, now);
+    return { next: 'DONE', status: 'FAILED', pauseMs, released };
   }
   const at = new Date(now.getTime() + Math.max(delay, pauseMs ?? 0));
   await countFailure(a, opts.failingSince, { status: 'PENDING', at });
@@ -399,11 +442,15 @@ export type Success = {
   messageId: string;
   /** The message's generation when its job loaded it: a message replayed since is left alone. */
   generation: number;
+  /** The message's partition key: the statement reads only the partitions of its successes. */
+  eventAt: Date;
   endpointId: string;
   attemptedAt: Date;
   statusCode: number;
   latencyMs: number;
   responseExcerpt: string | null;
+  /** For an ordered message: its participant, whose next ordered message its success makes due. */
+  orderedParticipantId?: string | null;
 };
 
 /**
@@ -411,11 +458,36 @@ export type Success = {
  * (`pruneBeforeAttempt`), and its message marked SUCCEEDED (if it is still that generation's PENDING message). Atomic without a transaction's extra round trips, with
  * one statement text whatever the number (each column is one array parameter).
  */
-export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<void> {
-  if (list.length === 0) return;
+export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<Released[]> {
+  if (list.length === 0) return [];
+  const ordered = list.filter((x) => x.orderedParticipantId);
+  if (ordered.length === 0) {
+    await ctx.db.execute(successesStatement(list));
+    return [];
+  }
+  // With ordered messages: the successes, then (a statement of its own, so that it sees a message a fan-out
+  // committed while it waited for one of these rows) the next message of each of their participants.
+  return unitOfWork(ctx, async (tx) => {
+    await tx.db.execute(successesStatement(list));
+    const keys = ordered.map((x) => ({ endpointId: x.endpointId, participantId: x.orderedParticipantId! }));
+    return releaseNextOrdered(tx, keys, null, tx.clock.now());
+  });
+}
+
+/** `recordSuccesses`'s one statement. */
+function successesStatement(list: readonly Success[]) {
   // Every column goes as text[] (the driver serializes text arrays only) and is cast by PostgreSQL.
   const col = (f: (x: Success) => string | null) => sql.param(list.map(f));
-  await ctx.db.execute(sql`
+  const keys = list.map((x) => eventAtKey(x.eventAt));
+  // The partitions of the successes' messages (none named when one is from before partitioning).
+  const within = (alias: string) => {
+    const range = eventAtWithin(
+      sql.raw(`${alias}.event_at`),
+      list.map((x) => x.eventAt),
+    );
+    return range ? sql`and ${range}` : sql``;
+  };
+  return sql`
     with input as (
       select * from unnest(${col((x) => x.id)}::text[], ${col((x) => x.messageId)}::text[],
         ${col((x) => String(x.generation))}::text[]::int[], ${col((x) => x.endpointId)}::text[],
@@ -423,10 +495,13 @@ export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promi
         ${col((x) => String(x.statusCode))}::text[]::int[], ${col((x) => String(x.latencyMs))}::text[]::int[],
         ${col((x) => x.responseExcerpt)}::text[])
         as t(id, message_id, generation, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt)
-    ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`)}),
+    ), pruned as (${pruneBeforeAttempt(
+      sql`select message_id from input`,
+      sql`${keys.includes('-infinity') ? '-infinity' : new Date(Math.min(...list.map((x) => x.eventAt.getTime()))).toISOString()}::timestamptz`,
+    )}),
     live as (
       select i.message_id from input i join ${webhookMessages} x
-        on x.id = i.message_id and x.generation = i.generation and x.status = 'PENDING'
+        on x.id = i.message_id and x.generation = i.generation and x.status = 'PENDING' ${within('x')}
     ), counted as (
       -- A message that is no longer this PENDING one (replayed, discarded meanwhile) is not updated below:
       -- its pruned rows are counted here, so that no row of one statement is updated twice.
@@ -444,7 +519,7 @@ export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promi
       attempts_pruned = m.attempts_pruned + (select count(*) from pruned p where p.message_id = m.id),
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and m.status = 'PENDING'`);
+    where m.id = i.message_id and m.generation = i.generation and m.status = 'PENDING' ${within('m')}`;
 }
 
 /** Disables an endpoint that the receiver or its failures turned off, and records why, once. */

@@ -1,11 +1,17 @@
-import { campaigns, type EndpointKind, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import {
+  campaigns,
+  type EndpointKind,
+  type EndpointOrdering,
+  webhookEndpoints,
+  webhookMessages,
+} from '@stampcard/db';
 import { checkResolvedDestination, DestinationRefusedError, generateSecret } from '@stampcard/webhooks';
 import { and, asc, eq, isNull } from 'drizzle-orm';
 import type { z } from 'zod';
 import { type Ctx, commitWrite, unitOfWork } from '../../context';
 import { clip, notFound, validationError } from '../../errors';
 import type { TEST_EVENT_DATA } from '../../event-schemas';
-import { newId } from '../../ids';
+import { newId, newTestMessageId } from '../../ids';
 import {
   type BacklogStep,
   backlogBatch,
@@ -30,6 +36,10 @@ export type EndpointInput = {
   enabled?: boolean;
   /** Deliveries per second across every dispatcher; null: none. @defaultValue null */
   rateLimit?: number | null;
+  /** Send a `traceparent` header with each delivery. @defaultValue false */
+  traceContext?: boolean;
+  /** See `ENDPOINT_ORDERINGS`. @defaultValue 'NONE' */
+  ordering?: EndpointOrdering;
   /** @defaultValue '' */
   description?: string;
 };
@@ -115,18 +125,19 @@ export async function createEndpoint(
 ) {
   const url = await checkedUrl(input.url, opts);
   const [campaign] = await ctx.db
-    .select({ id: campaigns.id })
+    .select({ id: campaigns.id, accountId: campaigns.accountId })
     .from(campaigns)
     .where(and(eq(campaigns.id, campaignId), inScope(campaigns.id, scope)));
   if (!campaign) throw notFound(`Campaign ${campaignId}`);
   const kind = input.kind ?? 'NOTIFY';
   const now = ctx.clock.now();
   const secret = generateSecret();
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .insert(webhookEndpoints)
       .values({
         id: newId('webhookEndpoint'),
+        accountId: campaign.accountId,
         campaignId,
         url,
         description: input.description ?? '',
@@ -139,6 +150,8 @@ export async function createEndpoint(
         disabledReason: input.enabled === false ? 'OPERATOR' : null,
         disabledAt: input.enabled === false ? now : null,
         rateLimit: input.rateLimit ?? null,
+        traceContext: input.traceContext ?? false,
+        ordering: input.ordering ?? 'NONE',
         secret,
         createdAt: now,
         updatedAt: now,
@@ -196,6 +209,8 @@ export async function updateEndpoint(
         ...(patch.eventTypes === undefined ? {} : { eventTypes: [...new Set(patch.eventTypes)] }),
         ...(patch.kind === undefined ? {} : { kind: patch.kind }),
         ...(patch.rateLimit === undefined ? {} : { rateLimit: patch.rateLimit }),
+        ...(patch.traceContext === undefined ? {} : { traceContext: patch.traceContext }),
+        ...(patch.ordering === undefined ? {} : { ordering: patch.ordering }),
         ...(patch.description === undefined ? {} : { description: patch.description }),
         // Enabled again, it starts afresh: no run of failures or throttles carried over.
         ...(enabling
@@ -268,8 +283,8 @@ export async function rotateSecret(
   const current = await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
   const secret = generateSecret();
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .update(webhookEndpoints)
       .set({
         secret,
@@ -289,8 +304,8 @@ export async function rotateSecret(
 export async function revokePreviousSecret(ctx: Ctx, id: string, scope: WebhookScope = {}) {
   await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .update(webhookEndpoints)
       .set({ previousSecret: null, previousSecretExpiresAt: null, updatedAt: now })
       .where(eq(webhookEndpoints.id, id))
@@ -309,11 +324,11 @@ export async function createTestMessage(ctx: Ctx, id: string, scope: WebhookScop
   const eventType = TEST_EVENT_TYPE;
   const endpoint = await requireEndpoint(ctx, id, scope);
   const now = ctx.clock.now();
-  const messageId = newId('webhookMessage');
+  const messageId = newTestMessageId(now);
   const [row] = await commitWrite(
     ctx,
-    () =>
-      ctx.db
+    (w) =>
+      w.db
         .insert(webhookMessages)
         .values({
           id: messageId,
@@ -334,6 +349,7 @@ export async function createTestMessage(ctx: Ctx, id: string, scope: WebhookScop
           nextAttemptAt: now,
           createdAt: now,
           updatedAt: now,
+          eventAt: now,
         })
         .returning(),
     { messageId },

@@ -1,8 +1,9 @@
-import { events, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { events, WAITING_AT, webhookEndpoints, webhookMessages, webhookSequences } from '@stampcard/db';
 import { and, asc, eq, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
-import { ID_PREFIXES } from '../../ids';
+import { ID_PREFIXES, TIME_WIDTH, TIMED_EVENT_LENGTH, TIMED_MESSAGE_LENGTH, timesOf } from '../../ids';
 import type { Scheduled } from './messages';
+import { notWaiting } from './ordering';
 
 /** Largest number of events one fan-out takes. */
 export const FAN_OUT_BATCH = 500;
@@ -15,6 +16,16 @@ export const FAN_OUT_BATCH = 500;
  * rows). With `eventIds`, those events (a worker's committed batch); without, the oldest undispatched ones (the
  * sweep).
  *
+ * The messages of a participant to an endpoint are numbered 1, 2, 3… (`sequence`) in the order their events
+ * were recorded: the statement adds its count to the pair's row of `webhook_sequences`, which it holds until it
+ * commits. So that no later event is numbered before an earlier one, an event waits while an earlier event of
+ * its participant is still to fan out and not in this statement (another fan-out holds it, or it was not
+ * asked for): it is answered in `deferred`, for the caller to try again shortly (the sweep takes what is left).
+ *
+ * For a PARTICIPANT-ordered endpoint, a message behind an earlier one of its participant still to send (made
+ * before, or earlier in this statement) waits (`WAITING_AT`) and is not scheduled: the end of that one makes it
+ * due (`releaseNextOrdered`).
+ *
  * An endpoint that is disabled gets its messages all the same: they wait for it to be enabled again (a deleted
  * one, whose messages are being deleted in batches, gets none). The
  * answer lists the new messages of enabled endpoints, for the caller to put in the delivery queue.
@@ -22,39 +33,103 @@ export const FAN_OUT_BATCH = 500;
 export async function fanOutEvents(
   ctx: Ctx,
   eventIds?: string[],
-): Promise<{ events: number; scheduled: Scheduled[] }> {
+): Promise<{
+  events: number;
+  scheduled: (Scheduled & { eventId: string })[];
+  /** Events it held but left, waiting for an earlier event of their participant: to fan out again soon. */
+  deferred: string[];
+}> {
   const now = ctx.clock.now().toISOString();
-  const which = eventIds ? sql`and e.id = any(${sql.param([...eventIds])}::text[])` : sql``;
-  const [row] = await ctx.db.execute<{ events: number; created: Scheduled[] | null }>(sql`
-    with picked as (
-      select e.id, e.seq, e.campaign_id, e.type from ${events} e
+  // Ids that carry their time name the partitions to read.
+  const times = eventIds ? timesOf(eventIds) : null;
+  const which = eventIds
+    ? sql`and e.id = any(${sql.param([...eventIds])}::text[]) ${
+        times
+          ? sql`and e.created_at = any(${sql.param(times.map((t) => t.toISOString()))}::text[]::timestamptz[])`
+          : sql``
+      }`
+    : sql``;
+  const [row] = await ctx.db.execute<{
+    events: number;
+    created: (Scheduled & { eventId: string })[] | null;
+    deferred: string[] | null;
+  }>(sql`
+    with locked as (
+      select e.id, e.seq, e.campaign_id, e.type, e.created_at, e.data #>> '{participant,id}' as participant_id
+      from ${events} e
       where e.dispatched_at is null ${which}
       order by e.seq
       limit ${FAN_OUT_BATCH}
       for update skip locked
+    ), previous as (
+      -- Each held event's previous undispatched event of its participant: one backward step of the index of
+      -- undispatched events, however many its participant has.
+      select l.participant_id, l.seq, (
+        select u.seq from ${events} u
+        where (u.data #>> '{participant,id}') = l.participant_id and u.dispatched_at is null and u.seq < l.seq
+        order by u.seq desc limit 1) as previous_seq
+      from locked l where l.participant_id is not null
+    ), blocked as (
+      -- Per participant, its first held event whose previous one is not held here: it and those after it wait.
+      select participant_id, min(seq) as from_seq from previous
+      where previous_seq is not null and previous_seq not in (select seq from locked)
+      group by participant_id
+    ), picked as (
+      select l.* from locked l left join blocked b on b.participant_id = l.participant_id
+      where b.from_seq is null or l.seq < b.from_seq
     ), targets as (
-      select p.id as event_id, p.seq, p.campaign_id, p.type, ep.id as endpoint_id, ep.enabled
+      select p.id as event_id, p.seq, p.campaign_id, p.type, p.created_at, p.participant_id, ep.id as endpoint_id,
+        ep.enabled, (ep.ordering = 'PARTICIPANT' and p.participant_id is not null) as ordered
       from picked p join ${webhookEndpoints} ep on ep.campaign_id = p.campaign_id and ep.deleted_at is null
       where cardinality(ep.event_types) = 0 or p.type = any(ep.event_types)
+    ), counted as (
+      insert into ${webhookSequences} (endpoint_id, participant_id, last)
+      select endpoint_id, participant_id, count(*) from targets where participant_id is not null
+      group by endpoint_id, participant_id
+      order by endpoint_id, participant_id
+      on conflict (endpoint_id, participant_id) do update set last = ${webhookSequences}.last + excluded.last
+      returning endpoint_id, participant_id, last
+    ), numbered as (
+      select t.*, c.last - count(*) over pair + row_number() over (pair order by t.seq) as sequence,
+        -- An ordered message waits behind an earlier one of its pair: of this statement, or still to send. The
+        -- earlier one is read locked, so one ending right now is waited for and read as it ends (no longer
+        -- PENDING): its ending, which makes the next one due, then either saw this message or had nothing to wait.
+        case when t.ordered then row_number() over (pair order by t.seq) > 1 or exists (
+          select 1 from ${webhookMessages} w
+          where w.endpoint_id = t.endpoint_id and w.participant_id = t.participant_id and w.status = 'PENDING'
+            and w.ordered
+          for update) else false end as waits
+      from targets t
+      left join counted c on c.endpoint_id = t.endpoint_id and c.participant_id = t.participant_id
+      window pair as (partition by t.endpoint_id, t.participant_id)
     ), created as (
       insert into ${webhookMessages}
-        (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at)
-      select ${ID_PREFIXES.webhookMessage} || substr(encode(sha256(convert_to(t.event_id || E'\n' || t.endpoint_id,
-          'UTF8')), 'hex'), 1, 24),
-        t.endpoint_id, t.campaign_id, t.event_id, t.type, 'PENDING', ${now}::timestamptz, ${now}::timestamptz,
-        ${now}::timestamptz
-      from targets t
+        (id, endpoint_id, campaign_id, event_id, participant_id, sequence, ordered, event_type, status,
+         next_attempt_at, created_at, updated_at, event_at)
+      select ${ID_PREFIXES.webhookMessage} || case
+          -- An event id that carries its time gives it to the message's (see \`idTime\`): the partition of both.
+          when length(t.event_id) = ${ID_PREFIXES.event.length + TIMED_EVENT_LENGTH}
+            then substr(t.event_id, ${ID_PREFIXES.event.length + 1}, ${TIME_WIDTH}) || substr(t.hash, 1, ${TIMED_MESSAGE_LENGTH - TIME_WIDTH})
+          else substr(t.hash, 1, 24) end,
+        t.endpoint_id, t.campaign_id, t.event_id, t.participant_id, t.sequence, t.ordered, t.type, 'PENDING',
+        case when t.waits then ${WAITING_AT.toISOString()}::timestamptz else ${now}::timestamptz end,
+        ${now}::timestamptz, ${now}::timestamptz, t.created_at
+      from (select *, encode(sha256(convert_to(event_id || E'\n' || endpoint_id, 'UTF8')), 'hex') as hash
+        from numbered) t
       on conflict do nothing
       returning id, endpoint_id, event_id, generation
     ), marked as (
-      update ${events} set dispatched_at = ${now}::timestamptz where id in (select id from picked) returning 1
+      update ${events} set dispatched_at = ${now}::timestamptz
+      where (id, created_at) in (select id, created_at from picked) returning 1
     )
     select (select count(*) from marked)::int as events,
-      (select json_agg(json_build_object('messageId', c.id, 'generation', c.generation, 'endpointId', c.endpoint_id)
+      (select array_agg(id) from locked where id not in (select id from picked)) as deferred,
+      (select json_agg(json_build_object('messageId', c.id, 'generation', c.generation, 'endpointId', c.endpoint_id,
+          'eventId', c.event_id)
          order by t.seq, c.endpoint_id)
-       from created c join targets t on t.event_id = c.event_id and t.endpoint_id = c.endpoint_id
-       where t.enabled) as created`);
-  return { events: row?.events ?? 0, scheduled: row?.created ?? [] };
+       from created c join numbered t on t.event_id = c.event_id and t.endpoint_id = c.endpoint_id
+       where t.enabled and not t.waits) as created`);
+  return { events: row?.events ?? 0, scheduled: row?.created ?? [], deferred: row?.deferred ?? [] };
 }
 
 /** PENDING messages of enabled endpoints that also meet `where`, as jobs to schedule (the sweep's and a re-run's). */
@@ -63,7 +138,15 @@ function pendingOfEnabledEndpoints(ctx: Ctx, where: SQL | undefined) {
     .select({ messageId: webhookMessages.id, generation: webhookMessages.generation })
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-    .where(and(eq(webhookMessages.status, 'PENDING'), eq(webhookEndpoints.enabled, true), where))
+    .where(
+      and(
+        eq(webhookMessages.status, 'PENDING'),
+        // Not one waiting for an earlier message of its participant: that one's end makes it due.
+        notWaiting,
+        eq(webhookEndpoints.enabled, true),
+        where,
+      ),
+    )
     .$dynamic();
 }
 

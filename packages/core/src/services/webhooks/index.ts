@@ -4,5 +4,6 @@ export * from './endpoints';
 export * from './fan-out';
 export * from './health';
 export * from './messages';
+export * from './ordering';
 export * from './scope';
 export * from './views';

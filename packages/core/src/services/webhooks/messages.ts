@@ -1,9 +1,11 @@
 import { events, type MessageStatus, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from 'drizzle-orm';
 import { type Ctx, commitWrite } from '../../context';
-import { notFound } from '../../errors';
+import { invalidState, notFound } from '../../errors';
 import { firstLeftOut, itemsWithinBudget, pageWithinBudget } from '../../paging';
+import { missing } from '../retention/past';
 import { attemptLogBytes, attemptsOf } from './attempt-log';
+import { notWaiting } from './ordering';
 import { inScope, type WebhookScope } from './scope';
 import { type MessageRow, serializeMessage } from './views';
 
@@ -68,7 +70,13 @@ export async function listMessages(
       .select({ createdAt: webhookMessages.createdAt, id: webhookMessages.id })
       .from(webhookMessages)
       .where(and(eq(webhookMessages.id, filter.after), eq(webhookMessages.endpointId, endpointId)));
-    if (!from) throw notFound(`Message ${filter.after} of endpoint ${endpointId}`);
+    if (!from)
+      throw await missing(
+        ctx,
+        'webhook_messages',
+        `Message ${filter.after} of endpoint ${endpointId}`,
+        filter.after,
+      );
     // Older than the cursor's message, ties by id: the first condition bounds the index range
     // (`webhook_messages_endpoint_idx`), which an OR of the two alone would not.
     cursor = and(
@@ -130,7 +138,7 @@ async function requireMessage(ctx: Ctx, id: string, scope: WebhookScope): Promis
         inScope(webhookMessages.campaignId, scope),
       ),
     );
-  if (!row) throw notFound(`Webhook message ${id}`);
+  if (!row) throw await missing(ctx, 'webhook_messages', `Webhook message ${id}`, id);
   return row.message;
 }
 
@@ -153,14 +161,24 @@ export const replayed = (now: Date) => ({
 /**
  * Delivers one message again, whatever its status, on a fresh schedule and with the same `msg_` id (so a
  * receiver that keeps ids sees a repeat, not a new event). A message already PENDING is only made due now.
- * While its endpoint is disabled the message waits for it to be enabled again.
+ * While its endpoint is disabled the message waits for it to be enabled again. An ordered message waiting for
+ * an earlier one of its participant is refused (400 INVALID_STATE): it goes as soon as that one ends.
  */
 export async function replayMessage(ctx: Ctx, id: string, scope: WebhookScope = {}) {
   await requireMessage(ctx, id, scope);
   const now = ctx.clock.now();
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db.update(webhookMessages).set(replayed(now)).where(eq(webhookMessages.id, id)).returning(),
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
+      .update(webhookMessages)
+      .set(replayed(now))
+      .where(and(eq(webhookMessages.id, id), notWaiting))
+      .returning(),
   );
+  if (!row) {
+    throw invalidState(
+      `Webhook message ${id} waits for an earlier message of its participant to this endpoint: it is sent once that one succeeds or is dead-lettered`,
+    );
+  }
   return {
     message: serializeMessage(row!, (await attemptsOf(ctx, [id])).get(id)!),
     scheduled: {
@@ -207,11 +225,13 @@ export async function replayMessages(
   const matching = and(
     eq(webhookMessages.endpointId, endpointId),
     lte(webhookMessages.createdAt, now),
+    // Not an ordered message waiting for an earlier one of its participant: that one's end makes it due.
+    notWaiting,
     ...conditions({ ...filter, status }),
   );
   // One statement picks and replays, so two replays at once cannot both take a message.
-  const rows = await commitWrite(ctx, () =>
-    ctx.db
+  const rows = await commitWrite(ctx, (w) =>
+    w.db
       .update(webhookMessages)
       .set(replayed(now))
       .where(pickedMessages(ctx, matching, MAX_REPLAY))

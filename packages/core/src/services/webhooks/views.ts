@@ -1,4 +1,5 @@
 import type { webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { waits } from './ordering';
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 export type MessageRow = typeof webhookMessages.$inferSelect;
@@ -42,6 +43,8 @@ export function serializeEndpoint(e: EndpointRow, now: Date) {
     disabledReason: e.disabledReason,
     disabledAt: ms(e.disabledAt),
     rateLimit: e.rateLimit,
+    traceContext: e.traceContext,
+    ordering: e.ordering,
     failingSince: ms(e.failingSince),
     throttledSince: ms(e.throttledSince),
     /** While a rotation overlaps, the time the previous secret stops signing. */
@@ -74,9 +77,13 @@ export function serializeMessage(m: MessageRow, log: AttemptLog) {
     campaignId: m.campaignId,
     eventId: m.eventId,
     eventType: m.eventType,
+    participantId: m.participantId,
+    sequence: m.sequence,
+    previousId: m.previousId,
     status: m.status,
     attempts: m.attempts,
-    nextAttemptAt: m.status === 'PENDING' ? m.nextAttemptAt.getTime() : null,
+    waiting: waits(m),
+    nextAttemptAt: m.status === 'PENDING' && !waits(m) ? m.nextAttemptAt.getTime() : null,
     lastStatusCode: m.lastStatusCode,
     lastError: m.lastError,
     createdAt: m.createdAt.getTime(),

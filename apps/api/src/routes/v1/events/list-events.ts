@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listCampaignEvents, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
+import { readLagging } from '../../../lib/replica';
 import { campaignIdParam, errorResponses, okResponse, pageLimit } from '../../../lib/schemas';
 import { EventPage } from '../responses';
 
@@ -26,5 +27,6 @@ export const registerListEvents = (app: App) =>
   app.openapi(route, async (c) => {
     const ctx = c.get('ctx');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id);
-    return c.json(await listCampaignEvents(ctx, campaign.id, c.req.valid('query')), 200);
+    const query = c.req.valid('query');
+    return c.json(await readLagging(c, (reads) => listCampaignEvents(reads, campaign.id, query)), 200);
   });

@@ -48,7 +48,13 @@ export async function triggerAction(
       ...input,
       requestHash: requestHash(principal.apiKeyId, c.req.method, c.req.path, body),
     },
-    { wait, onRecorded: (late) => c.set('lateReply', () => c.json(late, 200)) },
+    {
+      wait,
+      onRecorded: (late) => {
+        c.get('deps').metrics?.accept.accepted();
+        c.set('lateReply', () => c.json(late, 200));
+      },
+    },
   );
   return c.json(answer, 200);
 }

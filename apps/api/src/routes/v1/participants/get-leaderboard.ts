@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { LEADERBOARD_TYPES, leaderboardPage, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
+import { readLagging } from '../../../lib/replica';
 import { campaignIdParam, errorResponses, okResponse, pageLimit } from '../../../lib/schemas';
 import { LeaderboardPage } from '../responses';
 
@@ -33,5 +34,8 @@ export const registerGetLeaderboard = (app: App) =>
     const ctx = c.get('ctx');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id);
     const { leaderboardType, limit, nextId } = c.req.valid('query');
-    return c.json(await leaderboardPage(ctx, campaign.id, { type: leaderboardType, limit, nextId }), 200);
+    const page = await readLagging(c, (reads) =>
+      leaderboardPage(reads, campaign.id, { type: leaderboardType, limit, nextId }),
+    );
+    return c.json(page, 200);
   });

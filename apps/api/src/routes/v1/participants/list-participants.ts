@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { listParticipants, loadCampaignFor } from '@stampcard/core';
 import type { App } from '../../../env';
+import { readLagging } from '../../../lib/replica';
 import { campaignIdParam, errorResponses, okResponse } from '../../../lib/schemas';
 import { ParticipantPage, participantListQuery } from './schemas';
 
@@ -21,11 +22,13 @@ export const registerListParticipants = (app: App) =>
     const ctx = c.get('ctx');
     const campaign = await loadCampaignFor(ctx, c.get('principal'), c.req.valid('param').id);
     const { limit, nextId, fraudRiskLevel, isWinner } = c.req.valid('query');
-    const page = await listParticipants(ctx, campaign.id, {
-      limit,
-      nextId,
-      fraudRiskLevel,
-      isWinner: isWinner === undefined ? undefined : isWinner === 'true',
-    });
+    const page = await readLagging(c, (reads) =>
+      listParticipants(reads, campaign.id, {
+        limit,
+        nextId,
+        fraudRiskLevel,
+        isWinner: isWinner === undefined ? undefined : isWinner === 'true',
+      }),
+    );
     return c.json(page, 200);
   });

@@ -13,8 +13,8 @@ export type AccountInput = {
 };
 
 export async function createAccount(ctx: Ctx, input: AccountInput) {
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .insert(accounts)
       .values({
         id: newId('account'),

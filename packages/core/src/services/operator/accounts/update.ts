@@ -13,8 +13,8 @@ export type AccountPatch = {
 
 /** Changes an account's name or the origins that may frame its portal; 404 when there is no such account. */
 export async function updateAccount(ctx: Ctx, accountId: string, patch: AccountPatch) {
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .update(accounts)
       .set({
         ...(patch.name === undefined ? {} : { name: patch.name }),

@@ -7,8 +7,8 @@ import { requireUser } from '../lookup';
 export async function createApiKey(ctx: Ctx, userId: string) {
   await requireUser(ctx, userId);
   const { key, hash, prefix } = newApiKey();
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .insert(apiKeys)
       .values({ id: newId('apiKey'), userId, keyHash: hash, keyPrefix: prefix, createdAt: ctx.clock.now() })
       .returning(),

@@ -4,8 +4,8 @@ import { type Ctx, commitWrite } from '../../../context';
 import { requireApiKey } from '../lookup';
 
 export async function revokeApiKey(ctx: Ctx, keyId: string) {
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .update(apiKeys)
       .set({ revokedAt: ctx.clock.now() })
       .where(and(eq(apiKeys.id, keyId), isNull(apiKeys.revokedAt)))

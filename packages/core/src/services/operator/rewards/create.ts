@@ -10,10 +10,16 @@ export async function createReward(ctx: Ctx, campaignId: string, input: RewardIn
   const campaign = await requireCampaign(ctx, campaignId);
   if (campaign.status === 'DELETED') throw invalidState('The campaign is deleted');
   checkRewardShape(input);
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .insert(rewards)
-      .values({ ...input, id: newId('reward'), campaignId, createdAt: ctx.clock.now() })
+      .values({
+        ...input,
+        id: newId('reward'),
+        accountId: campaign.accountId,
+        campaignId,
+        createdAt: ctx.clock.now(),
+      })
       .returning(),
   );
   return serializeReward(row!);

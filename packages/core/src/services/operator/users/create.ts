@@ -11,8 +11,8 @@ export type UserInput = { email: string; role: Role; campaignIds?: string[] };
 export async function createUser(ctx: Ctx, accountId: string, input: UserInput) {
   await requireAccount(ctx, accountId);
   const campaignIds = await campaignAccess(ctx, accountId, input.campaignIds ?? []);
-  const [row] = await commitWrite(ctx, () =>
-    ctx.db
+  const [row] = await commitWrite(ctx, (w) =>
+    w.db
       .insert(users)
       .values({
         id: newId('user'),

@@ -1,0 +1,4 @@
+export * from './file';
+export * from './read';
+export * from './run';
+export * from './start';

@@ -1,0 +1,1 @@
+ALTER TABLE "webhook_endpoints" ADD COLUMN "trace_context" boolean DEFAULT false NOT NULL;

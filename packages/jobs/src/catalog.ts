@@ -1,4 +1,5 @@
 import type { JobsOptions } from 'bullmq';
+import keySlot from 'cluster-key-slot';
 import { z } from 'zod';
 
 /** Which process runs a job: the worker applies actions, the dispatcher fans events out and delivers them. */
@@ -208,15 +209,42 @@ export function queuesOf(consumer: Consumer): QueueName[] {
 /** The most shards a sharded queue is split in (`QUEUE_SHARDS`). */
 export const MAX_QUEUE_SHARDS = 16;
 
+/** Redis Cluster's hash slots. */
+const CLUSTER_SLOTS = 16384;
+
+/** The hash tag of `queue`'s keys on a Redis Cluster (see `queuePrefix`): the prefix and the queue. */
+export function clusterTag(prefix: string, queue: string): string {
+  return `{${prefix}:${queue}}`;
+}
+
 /**
  * The BullMQ queues a catalog queue is made of: itself, and with `shards` > 1 for a queue of sharded jobs, as
- * many more as `<queue>-1` … `<queue>-<shards - 1>`. The first keeps the queue's own name, so one shard is the
- * layout of a service without shards.
+ * many more (`<queue>-1`, …). The first keeps the queue's own name, so one shard is the layout of a service
+ * without shards. The others' names are picked so that the N shards' slots lie in N different Nths of the
+ * cluster's 16,384 slots (`<queue>-<i>`, or `<queue>-<i>-<k>` for the first k that lands in its Nth): a cluster
+ * made by `redis-cli --cluster create` gives each master an equal run of slots, so N shards on N masters are one
+ * per master, not where the hash happens to put them. The same `prefix` and `shards` give the same names on every
+ * process.
  */
-export function shardNames(queue: QueueName, shards: number): string[] {
+export function shardNames(queue: QueueName, shards: number, prefix: string): string[] {
   const sharded = Object.values(JOBS).some((j) => j.queue === queue && 'sharded' in j && j.sharded);
   const n = sharded ? Math.min(Math.max(1, Math.floor(shards)), MAX_QUEUE_SHARDS) : 1;
-  return Array.from({ length: n }, (_, i) => (i === 0 ? queue : `${queue}-${i}`));
+  if (n === 1) return [queue];
+  const nth = (name: string) => Math.floor((keySlot(clusterTag(prefix, name)) * n) / CLUSTER_SLOTS);
+  const first = nth(queue);
+  const names: string[] = [queue];
+  for (let i = 1; i < n; i++) {
+    const want = (first + i) % n;
+    // Each try lands in the wanted Nth with odds 1/n: past a few hundred tries, never in practice.
+    for (let k = 0; ; k++) {
+      const name = k === 0 ? `${queue}-${i}` : `${queue}-${i}-${k}`;
+      if (nth(name) === want) {
+        names.push(name);
+        break;
+      }
+    }
+  }
+  return names;
 }
 
 /** Whether `name` (a string from Redis) is a job of the catalog; the catalog is never indexed otherwise. */

@@ -104,7 +104,7 @@ export type ConsumerOptions<C extends Consumer> = {
 export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Worker[] {
   const processor = dispatchByName(opts.processors);
   return queuesOf(opts.consumer).flatMap((queue) => {
-    const shards = shardNames(queue, opts.shards ?? 1);
+    const shards = shardNames(queue, opts.shards ?? 1, opts.prefix);
     const concurrency = Math.max(
       1,
       Math.ceil((opts.queueConcurrency?.[queue] ?? opts.concurrency) / shards.length),

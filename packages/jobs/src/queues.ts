@@ -38,7 +38,7 @@ export function createQueues(
   const byName = new Map<QueueName, Queue[]>(
     QUEUE_NAMES.map((name) => [
       name,
-      shardNames(name, shards).map(
+      shardNames(name, shards, prefix).map(
         (shard) => new Queue(shard, { connection, prefix: queuePrefix(prefix, shard, connection) }),
       ),
     ]),

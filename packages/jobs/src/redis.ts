@@ -1,4 +1,5 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
+import { clusterTag } from './catalog';
 
 /** A connection to one Redis (or a master behind Sentinel), or to a Redis Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -102,7 +103,7 @@ export function createRedis(
  * need that) and the queues spread over the cluster's masters.
  */
 export function queuePrefix(prefix: string, queue: string, connection: RedisClient): string {
-  return connection.isCluster ? `{${prefix}:${queue}}` : prefix;
+  return connection.isCluster ? clusterTag(prefix, queue) : prefix;
 }
 
 /** Resolves once the connection is ready (needed before use when the offline queue is off). */

@@ -1,4 +1,5 @@
 import { Worker } from 'bullmq';
+import keySlot from 'cluster-key-slot';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { usePrefix } from '../../../test/support/use';
 import {
@@ -179,15 +180,23 @@ describe('the job catalog', () => {
   });
 
   it('splits the hot queue in QUEUE_SHARDS queues: jobs go to each in turn, the relay sees all, consumers take all', async () => {
-    expect(shardNames('loyalty-action-batches', 1)).toEqual(['loyalty-action-batches']);
-    expect(shardNames('loyalty-action-batches', 3)).toEqual([
-      'loyalty-action-batches',
-      'loyalty-action-batches-1',
-      'loyalty-action-batches-2',
-    ]);
-    expect(shardNames('loyalty-action-batches', 99)).toHaveLength(MAX_QUEUE_SHARDS);
+    expect(shardNames('loyalty-action-batches', 1, 'stampcard')).toEqual(['loyalty-action-batches']);
+    expect(shardNames('loyalty-action-batches', 99, 'stampcard')).toHaveLength(MAX_QUEUE_SHARDS);
     // Jobs with ids are found again by them: their queues are never sharded.
-    expect(shardNames('webhook-deliveries', 3)).toEqual(['webhook-deliveries']);
+    expect(shardNames('webhook-deliveries', 3, 'stampcard')).toEqual(['webhook-deliveries']);
+    // The first keeps the queue's name; with N shards, each lies in an Nth of the slots of its own, whatever
+    // the prefix, so a cluster's N masters get one each; the same names on every call.
+    for (const p of ['stampcard', 'acme', 'x', prefixes[3]!]) {
+      for (const n of [2, 3, 4, 6, MAX_QUEUE_SHARDS]) {
+        const names = shardNames('loyalty-action-batches', n, p);
+        expect(names[0]).toBe('loyalty-action-batches');
+        expect(names[1]).toMatch(/^loyalty-action-batches-1(-\d+)?$/);
+        expect(new Set(names).size).toBe(n);
+        const nths = names.map((name) => Math.floor((keySlot(`{${p}:${name}}`) * n) / 16384));
+        expect(new Set(nths).size).toBe(n);
+        expect(shardNames('loyalty-action-batches', n, p)).toEqual(names);
+      }
+    }
 
     const prefix = prefixes[3];
     const queues = await connectQueues(
@@ -200,7 +209,7 @@ describe('the job catalog', () => {
     let consumers: Worker[] = [];
     try {
       const shards = queues.producer.queues.shardsOf('loyalty-action-batch.apply');
-      expect(shards.map((q) => q.name)).toEqual(shardNames('loyalty-action-batches', 3));
+      expect(shards.map((q) => q.name)).toEqual(shardNames('loyalty-action-batches', 3, prefix));
       for (let i = 0; i < 6; i++) await enqueueActions(queues.producer.queues, [`act_${i}`]);
       // Each call to the next shard: two jobs in each.
       expect(await Promise.all(shards.map((q) => q.getWaitingCount()))).toEqual([2, 2, 2]);
@@ -208,7 +217,7 @@ describe('the job catalog', () => {
         Array.from({ length: 6 }, (_, i) => `act_${i}`),
       );
       expect(queues.producer.queues.all.map((q) => q.name)).toEqual(
-        expect.arrayContaining(['loyalty-action-batches-1', 'loyalty-action-batches-2']),
+        expect.arrayContaining(shardNames('loyalty-action-batches', 3, prefix)),
       );
 
       consumers = startConsumers<'worker'>({

@@ -1,5 +1,7 @@
 import {
+  type Claim,
   type Ctx,
+  claimDeliveries,
   type Delivery,
   type DeliveryRequest,
   loadDeliveries,
@@ -18,12 +20,25 @@ export type DeliveryBatching = {
    * messages its write made due (the next ordered message of its participant), to schedule.
    */
   writeSuccess(success: Success): Promise<Scheduled[]>;
+  /**
+   * Claims one message for the attempt about to be sent (`claimDeliveries`), with those of the other deliveries
+   * about to send in the same moment: whether this delivery may send it.
+   */
+  claim(claim: Claim): Promise<boolean>;
 };
 
 /**
- * Group commit for the dispatcher's two statements per delivery: jobs that start within a millisecond of each
- * other share one read (`loadDeliveries`), and successes that come back together share one write
- * (`recordSuccesses`). Under load a statement carries dozens of deliveries instead of one; alone, a delivery
+ * How long a dispatcher's claim on a message holds (`claimDeliveries`), in ms: an attempt's request ends within
+ * the timeout (connection, look-up, status and the excerpt it reads meanwhile; the excerpt waits 500 ms at most
+ * once the status is in), and 5 s more leave room for that and for a slow event loop before the request goes.
+ * A dispatcher killed mid-attempt leaves its message to the next after this long.
+ */
+export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 5000;
+
+/**
+ * Group commit for the dispatcher's three statements per delivery: jobs that start within a millisecond of each
+ * other share one read (`loadDeliveries`), deliveries about to send share one claim (`claimDeliveries`), and
+ * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens of deliveries instead of one; alone, a delivery
  * waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
  * nothing; a batch write that fails is written again one success at a time (`retryAlone`), so only the success
  * at fault fails.
@@ -31,6 +46,8 @@ export type DeliveryBatching = {
 export function createDeliveryBatching(
   ctx: Ctx,
   opts: {
+    /** How long a claim holds a message, in ms: longer than an attempt can take (see `claimLeaseMs`). */
+    leaseMs: number;
     /**
      * Largest batch.
      * @defaultValue 64
@@ -41,14 +58,19 @@ export function createDeliveryBatching(
      * @defaultValue 1
      */
     maxWaitMs?: number;
-  } = {},
+  },
 ): DeliveryBatching {
+  const { leaseMs, ...sizes } = opts;
   const loads = microBatch<DeliveryRequest, Delivery | SkippedDelivery>({
-    ...opts,
+    ...sizes,
     run: (requests) => loadDeliveries(ctx, requests),
   });
+  const claims = microBatch<Claim, boolean>({
+    ...sizes,
+    run: (list) => claimDeliveries(ctx, list, leaseMs),
+  });
   const successes = microBatch<Success, Scheduled[]>({
-    ...opts,
+    ...sizes,
     retryAlone: true,
     run: async (list) => {
       // Each made-due message goes back to the success of its participant, to be scheduled once.
@@ -63,5 +85,6 @@ export function createDeliveryBatching(
   return {
     load: (request) => loads.submit(request),
     writeSuccess: (success) => successes.submit(success),
+    claim: (claim) => claims.submit(claim),
   };
 }

@@ -9,7 +9,7 @@ import {
 } from '@stampcard/jobs';
 import type { DeliveryMetrics } from '@stampcard/telemetry';
 import type { Worker } from 'bullmq';
-import { createDeliveryBatching } from './batching';
+import { claimLeaseMs, createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { runBacklog } from './processors/backlog';
 import { deliverMessage } from './processors/deliver';
@@ -190,7 +190,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     sender,
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency),
-    batching: createDeliveryBatching(opts.ctx),
+    batching: createDeliveryBatching(opts.ctx, { leaseMs: claimLeaseMs(opts.timeoutMs) }),
     policy: {
       schedule: opts.retrySchedule,
       disableAfterMs: opts.disableAfterMs,

@@ -69,7 +69,7 @@ describe('delivery batching', () => {
   it('jobs starting together share one read, each getting its own message or why not', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId, ids } = await endpointWithMessages(ctx, 40);
-    const batching = createDeliveryBatching(ctx);
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
     const loaded = await Promise.all([
       ...ids.map((messageId) => batching.load({ messageId, generation: 0 })),
       batching.load({ messageId: ids[0]!, generation: 1 }),
@@ -88,7 +88,7 @@ describe('delivery batching', () => {
     const { endpointId, ids } = await endpointWithMessages(ctx, 30);
     const [gone, ...kept] = ids;
     await ctx.db.delete(webhookMessages).where(eq(webhookMessages.id, gone!));
-    const batching = createDeliveryBatching(ctx);
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
     const results = await Promise.allSettled(
       [gone!, ...kept].map((id) => batching.writeSuccess(success(id, endpointId))),
     );
@@ -115,10 +115,58 @@ describe('delivery batching', () => {
       .where(eq(webhookMessages.id, kept[0]!));
     expect(again!.attempts).toBe(1);
   });
+  it('a message is claimed by one delivery at a time: not again while the claim holds, nor once it succeeded; a failed attempt or an expired claim frees it', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 4);
+    const [a, b, c, d] = ids as [string, string, string, string];
+    const claim = (messageId: string, generation = 0) => ({ messageId, generation, eventAt: MADE_AT });
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    // Two deliveries of one message about to send together (one statement): only one may send it.
+    const together = await Promise.all([batching.claim(claim(a)), batching.claim(claim(a))]);
+    expect(together.sort()).toEqual([false, true]);
+    // Held by that claim, whoever asks later; of another generation (replayed since), never.
+    expect(await batching.claim(claim(a))).toBe(false);
+    expect(await batching.claim(claim(b, 1))).toBe(false);
+    expect(await batching.claim(claim(b))).toBe(true);
+    // A success ends it for good.
+    await batching.writeSuccess(success(b, endpointId));
+    await ctx.db.execute(sql`update ${webhookMessages} set claimed_until = null where id = ${b}`);
+    expect(await batching.claim(claim(b))).toBe(false);
+    // A failed attempt's record frees it for the retry.
+    expect(await batching.claim(claim(c))).toBe(true);
+    const [loaded] = await loadDeliveries(ctx, [{ messageId: c, generation: 0 }]);
+    if (!loaded || 'skip' in loaded) throw new Error('not loaded');
+    await recordAttempt(
+      ctx,
+      loaded,
+      {
+        attemptedAt: new Date(),
+        statusCode: 500,
+        latencyMs: 4,
+        responseExcerpt: null,
+        errorClass: null,
+        retryAfter: null,
+      },
+      {
+        schedule: [1000],
+        disableAfterMs: 5 * 86_400_000,
+        throttle: { floorMs: 1000, freeThrottles: 10 },
+        random: 0.5,
+      },
+    );
+    expect(await batching.claim(claim(c))).toBe(true);
+    // A claim whose holder died (never recorded) expires after its lease.
+    const short = createDeliveryBatching(ctx, { leaseMs: 200 });
+    expect(await short.claim(claim(d))).toBe(true);
+    expect(await short.claim(claim(d))).toBe(false);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await short.claim(claim(d))).toBe(true);
+  });
+
   it('a batch write that fails is retried one success at a time, so only the one at fault fails', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId, ids } = await endpointWithMessages(ctx, 3);
-    const batching = createDeliveryBatching(ctx);
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
     // One success whose status code no integer column holds: the batch's one statement fails on it.
     const results = await Promise.allSettled([
       batching.writeSuccess(success(ids[0]!, endpointId)),
@@ -141,7 +189,7 @@ describe('delivery batching', () => {
     await ctx.db.execute(
       sql`update ${webhookMessages} set event_at = '-infinity' where endpoint_id = ${endpointId}`,
     );
-    const batching = createDeliveryBatching(ctx);
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
     const [first, second] = await Promise.all(
       ids.map((messageId) => batching.load({ messageId, generation: 0 })),
     );

@@ -32,7 +32,8 @@ describe('a dispatcher killed mid-delivery', () => {
           ...stack.storeEnv,
           WORKER_LOCK_MS: String(LOCK_MS),
           WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-          WEBHOOK_TIMEOUT_MS: '600000',
+          // Its claim on the message holds the timeout and 5 s: the next dispatcher sends once it is over.
+          WEBHOOK_TIMEOUT_MS: '3000',
           LOG_LEVEL: 'silent',
         },
         stdio: 'ignore',
@@ -51,7 +52,7 @@ describe('a dispatcher killed mid-delivery', () => {
       const [done] = await eventually(
         () => messagesOf(stack, ep.id),
         (ms) => ms[0]?.status === 'SUCCEEDED',
-        LOCK_MS * 6,
+        20_000,
       );
       expect(done.attemptLog).toHaveLength(1);
       await new Promise((r) => setTimeout(r, LOCK_MS));
@@ -100,6 +101,40 @@ describe('a dispatcher killed mid-delivery', () => {
       await rx.close();
     }
   });
+  it('a delivery job run twice at once (its lock lost while it ran) sends its message once: the claim in PostgreSQL holds the second back', async () => {
+    const rx = await startReceiver(() => ({ delayMs: 500 }));
+    const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');
+    try {
+      stack.dispatcher ?? stack.startDispatcher();
+      const w = await goalWorld(stack);
+      const ep = await registerEndpoint(stack, w.campaign.id, {
+        url: rx.url,
+        eventTypes: ['LOYALTY_ACTION_APPLIED'],
+      });
+      await deliveries.pause();
+      await w.act();
+      const [job] = await eventually(
+        () => deliveries.getWaiting(),
+        (jobs) => jobs.some((j) => j.data.endpointId === ep.id),
+      );
+      // The same job's work twice in the queue: both taken at once, as after a lock lost mid-run.
+      await deliveries.add(job!.name, job!.data);
+      await deliveries.resume();
+      await rx.waitFor(1);
+      const [done] = await eventually(
+        () => messagesOf(stack, ep.id),
+        (ms) => ms[0]?.status === 'SUCCEEDED',
+      );
+      // The second run found the message claimed and comes back 1 to 2 s later, to find it delivered.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual([done.id]);
+      expect(done.attemptLog).toHaveLength(1);
+    } finally {
+      await deliveries.resume();
+      await rx.close();
+    }
+  });
+
   it('the sweep leaves alone overdue messages still waiting in a batch job, and re-queues them once that job is gone', async () => {
     const rx = await startReceiver();
     const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');

@@ -29,6 +29,9 @@ const SLEEP_IN_PLACE_MS = 250;
 /** How long a message waits in place for its endpoint's in-flight window before stepping aside. */
 const WINDOW_WAIT_MS = 50;
 
+/** How long a delivery that found its message claimed by another waits before it looks again, at least. */
+const CLAIMED_ELSEWHERE_MS = 1000;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** What became of one attempt, for the job that carries the message. */
@@ -66,6 +69,14 @@ export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Pr
       wait = await gate.wait(endpoint.id, endpoint.rateLimit);
     }
     if (wait > 0) return { later: wait + Math.random() * 50 };
+    // Another delivery of it is in flight (a job run twice, another dispatcher's), or it has just ended: this
+    // one comes back after a while, and finds it ended, or its claim expired (that dispatcher died).
+    const claimed = await batching.claim({
+      messageId: message.id,
+      generation: message.generation,
+      eventAt: message.eventAt,
+    });
+    if (!claimed) return { later: CLAIMED_ELSEWHERE_MS + Math.random() * CLAIMED_ELSEWHERE_MS };
 
     const headers = signatureHeaders({
       id: message.id,

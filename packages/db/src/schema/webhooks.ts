@@ -176,6 +176,12 @@ export const webhookMessages = pgTable(
     updatedAt: ts('updated_at').notNull(),
     succeededAt: ts('succeeded_at'),
     /**
+     * Set by the dispatcher that is about to send it (`claimDeliveries`), to a moment past the longest an attempt
+     * can take: until then no other dispatcher (nor a job run twice) sends it. Cleared by a failed or throttled
+     * attempt's record; a success ends the message. Null when no attempt is in flight.
+     */
+    claimedUntil: ts('claimed_until'),
+    /**
      * When its event was recorded (a test message: when it was made): the partition key. Messages go with their
      * events, a week at a time, past `EVENT_RETENTION_DAYS`. Rows older than the partitioning (migration 0023)
      * hold `-infinity`.

@@ -150,6 +150,40 @@ export async function loadDelivery(
   return (await loadDeliveries(ctx, [{ messageId, generation }]))[0]!;
 }
 
+/** A delivery about to be sent: its message, the generation its job loaded, and its partition key. */
+export type Claim = { messageId: string; generation: number; eventAt: Date };
+
+/**
+ * Claims messages for the attempts about to be sent, so that no two dispatchers, nor a job run twice (its lock
+ * lost to a stalled event loop), send one message at once, and none sends it after its success is recorded:
+ * a claim is taken when the message is still that generation's PENDING message and no claim in force holds it,
+ * and lasts `leaseMs` (longer than an attempt can take, by PostgreSQL's clock). A failed or throttled attempt's
+ * record ends it; a success ends the message. Answers, per claim in order, whether it is the caller's. One
+ * statement for the whole list, with the same text whatever its length.
+ */
+export async function claimDeliveries(
+  ctx: Ctx,
+  claims: readonly Claim[],
+  leaseMs: number,
+): Promise<boolean[]> {
+  if (claims.length === 0) return [];
+  const range = eventAtWithin(
+    sql.raw('m.event_at'),
+    claims.map((c) => c.eventAt),
+  );
+  const rows = await ctx.db.execute<{ id: string; generation: number }>(sql`
+    update ${webhookMessages} m
+    set claimed_until = now() + ${String(leaseMs)}::int * interval '1 millisecond'
+    from unnest(${sql.param(claims.map((c) => c.messageId))}::text[],
+      ${sql.param(claims.map((c) => String(c.generation)))}::text[]::int[]) as i(id, generation)
+    where m.id = i.id and m.generation = i.generation and m.status = 'PENDING'
+      and (m.claimed_until is null or m.claimed_until <= now()) ${range ? sql`and ${range}` : sql``}
+    returning m.id, m.generation`);
+  // A message claimed twice in one list (a job run twice) is updated once: its first claim only is granted.
+  const mine = new Set(rows.map((r) => `${r.id}\n${r.generation}`));
+  return claims.map((c) => mine.delete(`${c.messageId}\n${c.generation}`));
+}
+
 /** What one attempt saw. `statusCode` is null when no answer came. */
 export type AttemptResult = {
   attemptedAt: Date;
@@ -365,7 +399,13 @@ async function throttled(a: Attempt, retryAfterMs: number): Promise<AttemptOutco
   const at = new Date(now.getTime() + step.pauseMs);
   await tx.db
     .update(webhookMessages)
-    .set({ nextAttemptAt: at, lastStatusCode: result.statusCode, lastError: a.lastError, updatedAt: now })
+    .set({
+      nextAttemptAt: at,
+      lastStatusCode: result.statusCode,
+      lastError: a.lastError,
+      claimedUntil: null,
+      updatedAt: now,
+    })
     .where(thisGeneration(message));
   return { next: 'RETRY', at, pauseMs: step.pauseMs };
 }
@@ -430,6 +470,7 @@ async function countFailure(
       nextAttemptAt: next.at,
       lastStatusCode: result.statusCode,
       lastError,
+      claimedUntil: null,
       updatedAt: now,
     })
     .where(thisGeneration(message));

@@ -128,10 +128,13 @@ describe('delivery batching', () => {
     expect(await batching.claim(claim(a))).toBe(false);
     expect(await batching.claim(claim(b, 1))).toBe(false);
     expect(await batching.claim(claim(b))).toBe(true);
-    // A success ends it for good.
+    // A success ends it for good, and clears the claim: replayed (its next generation), it is claimed at once.
     await batching.writeSuccess(success(b, endpointId));
-    await ctx.db.execute(sql`update ${webhookMessages} set claimed_until = null where id = ${b}`);
     expect(await batching.claim(claim(b))).toBe(false);
+    await ctx.db.execute(
+      sql`update ${webhookMessages} set status = 'PENDING', generation = 1 where id = ${b}`,
+    );
+    expect(await batching.claim(claim(b, 1))).toBe(true);
     // A failed attempt's record frees it for the retry.
     expect(await batching.claim(claim(c))).toBe(true);
     const [loaded] = await loadDeliveries(ctx, [{ messageId: c, generation: 0 }]);

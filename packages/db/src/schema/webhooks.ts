@@ -177,8 +177,8 @@ export const webhookMessages = pgTable(
     succeededAt: ts('succeeded_at'),
     /**
      * Set by the dispatcher that is about to send it (`claimDeliveries`), to a moment past the longest an attempt
-     * can take: until then no other dispatcher (nor a job run twice) sends it. Cleared by a failed or throttled
-     * attempt's record; a success ends the message. Null when no attempt is in flight.
+     * can take: until then no other dispatcher (nor a job run twice) sends it. Cleared by the attempt's record.
+     * Null when no attempt is in flight.
      */
     claimedUntil: ts('claimed_until'),
     /**

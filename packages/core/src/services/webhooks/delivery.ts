@@ -157,8 +157,8 @@ export type Claim = { messageId: string; generation: number; eventAt: Date };
  * Claims messages for the attempts about to be sent, so that no two dispatchers, nor a job run twice (its lock
  * lost to a stalled event loop), send one message at once, and none sends it after its success is recorded:
  * a claim is taken when the message is still that generation's PENDING message and no claim in force holds it,
- * and lasts `leaseMs` (longer than an attempt can take, by PostgreSQL's clock). A failed or throttled attempt's
- * record ends it; a success ends the message. Answers, per claim in order, whether it is the caller's. One
+ * and lasts `leaseMs` (longer than an attempt can take, by PostgreSQL's clock). The attempt's record ends it,
+ * whatever its outcome, so that a replay is sent at once. Answers, per claim in order, whether it is the caller's. One
  * statement for the whole list, with the same text whatever its length.
  */
 export async function claimDeliveries(
@@ -343,6 +343,7 @@ async function succeeded({ tx, message, endpoint, result, now }: Attempt): Promi
       lastStatusCode: result.statusCode,
       lastError: null,
       succeededAt: now,
+      claimedUntil: null,
       updatedAt: now,
     })
     .where(thisGeneration(message));
@@ -558,7 +559,8 @@ function successesStatement(list: readonly Success[]) {
     )
     update ${webhookMessages} m set status = 'SUCCEEDED', attempts = m.attempts + 1,
       attempts_pruned = m.attempts_pruned + (select count(*) from pruned p where p.message_id = m.id),
-      last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, updated_at = i.attempted_at
+      last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
+      updated_at = i.attempted_at
     from input i
     where m.id = i.message_id and m.generation = i.generation and m.status = 'PENDING' ${within('m')}`;
 }

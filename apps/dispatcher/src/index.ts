@@ -1,6 +1,7 @@
 import type { Env, Logger } from '@stampcard/config';
 import type { Ctx } from '@stampcard/core';
 import {
+  closeConsumers,
   enqueueCommitted,
   type Processors,
   type Queues,
@@ -234,7 +235,9 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     sweeper,
     close: async () => {
       await sweeper.stop();
-      await Promise.all(workers.map((w) => w.close()));
+      const late = await closeConsumers(workers, opts.lockMs);
+      if (late.length > 0)
+        opts.logger.warn({ queues: late }, 'queue consumers not closed in time; left to exit');
       await sender.close();
     },
   };

@@ -3,6 +3,7 @@ import { type AppliedAction, applyActions, type Created, type Ctx } from '@stamp
 import { DEFAULT_RETENTION, type RetentionPolicy } from '@stampcard/db';
 import {
   appliedChannel,
+  closeConsumers,
   enqueueCommitted,
   type Processors,
   type Queues,
@@ -216,7 +217,9 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     partitionMaintenance,
     close: async () => {
       await Promise.all([relay.stop(), partitionMaintenance.stop()]);
-      await Promise.all(workers.map((w) => w.close()));
+      const late = await closeConsumers(workers, opts.lockMs ?? 10_000);
+      if (late.length > 0)
+        opts.logger.warn({ queues: late }, 'queue consumers not closed in time; left to exit');
       await batcher.drain();
     },
   };

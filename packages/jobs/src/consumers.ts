@@ -124,3 +124,30 @@ export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Wo
     });
   });
 }
+
+/**
+ * Closes a process's consumers: each waits for its running jobs, for `timeoutMs` at most. BullMQ's close also
+ * waits for its blocking connection to end, which on a Redis Cluster whose client lost every node (a master
+ * failed over under it) never comes; a job still running past the bound is left to another process once its
+ * lock expires, as if this one had died. Answers the queues whose consumer had not closed in time.
+ */
+export async function closeConsumers(workers: readonly Worker[], timeoutMs: number): Promise<string[]> {
+  const late: string[] = [];
+  await Promise.all(
+    workers.map(async (worker) => {
+      let timer: NodeJS.Timeout | undefined;
+      const closed = await Promise.race([
+        worker.close().then(
+          () => true,
+          () => true,
+        ),
+        new Promise<false>((resolve) => {
+          timer = setTimeout(() => resolve(false), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!closed) late.push(worker.name);
+    }),
+  );
+  return late;
+}

@@ -1,5 +1,6 @@
 import {
   type Ctx,
+  type Delivery,
   fanOutEvents,
   loadDeliveries,
   newId,
@@ -64,6 +65,27 @@ const success = (messageId: string, endpointId: string) => ({
   latencyMs: 3,
   responseExcerpt: null,
 });
+
+/** Records a 500 for a loaded message: a failed attempt, retried on a one-step schedule. */
+const failAttempt = (ctx: Ctx, delivery: Delivery) =>
+  recordAttempt(
+    ctx,
+    delivery,
+    {
+      attemptedAt: new Date(),
+      statusCode: 500,
+      latencyMs: 4,
+      responseExcerpt: 'no',
+      errorClass: null,
+      retryAfter: null,
+    },
+    {
+      schedule: [1000],
+      disableAfterMs: 5 * 86_400_000,
+      throttle: { floorMs: 1000, freeThrottles: 10 },
+      random: 0.5,
+    },
+  );
 
 describe('delivery batching', () => {
   it('jobs starting together share one read, each getting its own message or why not', async () => {
@@ -139,24 +161,7 @@ describe('delivery batching', () => {
     expect(await batching.claim(claim(c))).toBe(true);
     const [loaded] = await loadDeliveries(ctx, [{ messageId: c, generation: 0 }]);
     if (!loaded || 'skip' in loaded) throw new Error('not loaded');
-    await recordAttempt(
-      ctx,
-      loaded,
-      {
-        attemptedAt: new Date(),
-        statusCode: 500,
-        latencyMs: 4,
-        responseExcerpt: null,
-        errorClass: null,
-        retryAfter: null,
-      },
-      {
-        schedule: [1000],
-        disableAfterMs: 5 * 86_400_000,
-        throttle: { floorMs: 1000, freeThrottles: 10 },
-        random: 0.5,
-      },
-    );
+    await failAttempt(ctx, loaded);
     expect(await batching.claim(claim(c))).toBe(true);
     // A claim whose holder died (never recorded) expires after its lease.
     const short = createDeliveryBatching(ctx, { leaseMs: 200 });
@@ -199,24 +204,7 @@ describe('delivery batching', () => {
     if (!first || 'skip' in first || !second || 'skip' in second) throw new Error('not loaded');
     expect(Number.isNaN(first.message.eventAt.getTime())).toBe(true);
     // A failure is recorded in its transaction, a success in the batch statement.
-    const failed = await recordAttempt(
-      ctx,
-      first,
-      {
-        attemptedAt: new Date(),
-        statusCode: 500,
-        latencyMs: 4,
-        responseExcerpt: 'no',
-        errorClass: null,
-        retryAfter: null,
-      },
-      {
-        schedule: [1000],
-        disableAfterMs: 5 * 86_400_000,
-        throttle: { floorMs: 1000, freeThrottles: 10 },
-        random: 0.5,
-      },
-    );
+    const failed = await failAttempt(ctx, first);
     expect(failed.next).toBe('RETRY');
     await batching.writeSuccess({
       ...success(second.message.id, endpointId),

@@ -14,6 +14,23 @@ const LOCK_MS = 2000;
 
 const stack = useTestStack({ dispatcher: false, lockMs: LOCK_MS, retrySchedule: '50' });
 
+/**
+ * An action whose message to a new endpoint at `url` waits in its batch job: deliveries are paused (the test
+ * resumes them), so the fan-out makes the message and the job, which nobody takes yet.
+ */
+async function heldBatchJob(url: string) {
+  const w = await goalWorld(stack);
+  const ep = await registerEndpoint(stack, w.campaign.id, { url, eventTypes: ['LOYALTY_ACTION_APPLIED'] });
+  const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');
+  await deliveries.pause();
+  await w.act();
+  const waiting = await eventually(
+    () => deliveries.getWaiting(),
+    (jobs) => jobs.some((j) => j.data.endpointId === ep.id),
+  );
+  return { ep, waiting };
+}
+
 describe('a dispatcher killed mid-delivery', () => {
   it('another dispatcher delivers the message again: same id, at least once, never after the success', async () => {
     // The first request is held open, as by a receiver still working when the dispatcher dies.
@@ -106,17 +123,8 @@ describe('a dispatcher killed mid-delivery', () => {
     const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');
     try {
       stack.dispatcher ?? stack.startDispatcher();
-      const w = await goalWorld(stack);
-      const ep = await registerEndpoint(stack, w.campaign.id, {
-        url: rx.url,
-        eventTypes: ['LOYALTY_ACTION_APPLIED'],
-      });
-      await deliveries.pause();
-      await w.act();
-      const [job] = await eventually(
-        () => deliveries.getWaiting(),
-        (jobs) => jobs.some((j) => j.data.endpointId === ep.id),
-      );
+      const { ep, waiting } = await heldBatchJob(rx.url);
+      const job = waiting.find((j) => j.data.endpointId === ep.id);
       // The same job's work twice in the queue: both taken at once, as after a lock lost mid-run.
       await deliveries.add(job!.name, job!.data);
       await deliveries.resume();
@@ -140,18 +148,7 @@ describe('a dispatcher killed mid-delivery', () => {
     const deliveries = stack.deps.queues.forJob('webhook-message-batch.deliver');
     try {
       const dispatcher = stack.dispatcher ?? stack.startDispatcher();
-      const w = await goalWorld(stack);
-      const ep = await registerEndpoint(stack, w.campaign.id, {
-        url: rx.url,
-        eventTypes: ['LOYALTY_ACTION_APPLIED'],
-      });
-      // Deliveries wait: the fan-out makes the message and its batch job, which nobody takes yet.
-      await deliveries.pause();
-      await w.act();
-      const waiting = await eventually(
-        () => deliveries.getWaiting(),
-        (jobs) => jobs.some((j) => j.data.endpointId === ep.id),
-      );
+      const { waiting } = await heldBatchJob(rx.url);
       // Overdue (no grace in tests), but not lost: its batch job is still there.
       expect((await dispatcher.sweeper.runOnce()).requeued).toBe(0);
       for (const job of waiting) await job.remove();

@@ -6,7 +6,7 @@ import { makeWorld, uniqueEmail } from '../support/factories';
 import { startPgBouncer } from '../support/pgbouncer';
 import { startReceiver } from '../support/receiver';
 import { useStackOn } from '../support/use';
-import { goalWorld, registerEndpoint } from '../support/webhooks';
+import { goalWorldOverHttp } from '../support/webhooks';
 
 /**
  * Every role through Debian's PgBouncer in transaction mode (`DATABASE_POOLER=transaction`): no prepared
@@ -24,13 +24,7 @@ describe('through PgBouncer in transaction mode', () => {
   it('accepts, applies and delivers; ?wait=true and Idempotency-Key work; a limit-1 reward is won once among 20', async () => {
     const rx = await startReceiver();
     try {
-      const w = await goalWorld(stack);
-      await registerEndpoint(stack, w.campaign.id, {
-        url: rx.url,
-        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
-      });
-      const api = client(overHttp(stack.baseUrl!), w.key);
-      const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+      const { api, path, ...w } = await goalWorldOverHttp(stack, rx.url);
       const body = { participantEmail: uniqueEmail(), rewardId: w.reward.id };
       const first = await api.post(`${path}?wait=true`, body, { 'Idempotency-Key': 'through-the-pooler' });
       expect(first.status).toBe(200);

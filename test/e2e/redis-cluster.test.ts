@@ -1,12 +1,11 @@
 import { shardNames } from '@stampcard/jobs';
 import type { Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { client, overHttp } from '../support/client';
 import { failoverUnderLoad } from '../support/failover-load';
 import { startReceiver } from '../support/receiver';
 import { startRedisCluster } from '../support/redis-cluster';
 import { useStackOn } from '../support/use';
-import { goalWorld, registerEndpoint } from '../support/webhooks';
+import { goalWorldOverHttp } from '../support/webhooks';
 
 /**
  * Every role on a Redis Cluster of the test's own (three masters, a replica each, `REDIS_CLUSTER_NODES`): the
@@ -31,13 +30,7 @@ describe('on a Redis Cluster', () => {
   it('takes actions, applies them and delivers their webhooks, with limits, and spreads queues over the masters', async () => {
     const rx = await startReceiver();
     try {
-      const w = await goalWorld(stack);
-      await registerEndpoint(stack, w.campaign.id, {
-        url: rx.url,
-        eventTypes: ['PARTICIPANT_REACHED_A_GOAL'],
-      });
-      const api = client(overHttp(stack.baseUrl!), w.key);
-      const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+      const { api, path, ...w } = await goalWorldOverHttp(stack, rx.url);
       const first = await api.post(`${path}?wait=true`, {
         participantEmail: 'first@example.com',
         rewardId: w.reward.id,

@@ -1,10 +1,10 @@
 import { loyaltyActions } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
 import { expect } from 'vitest';
-import { client, eventually, overHttp } from './client';
+import { eventually } from './client';
 import { startReceiver } from './receiver';
 import type { TestStack } from './stack';
-import { goalWorld, registerEndpoint } from './webhooks';
+import { goalWorldOverHttp } from './webhooks';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -27,10 +27,7 @@ export type FailoverRun = {
 export async function failoverUnderLoad(stack: TestStack, fail: () => Promise<void>): Promise<FailoverRun> {
   const rx = await startReceiver();
   try {
-    const w = await goalWorld(stack);
-    await registerEndpoint(stack, w.campaign.id, { url: rx.url, eventTypes: ['PARTICIPANT_REACHED_A_GOAL'] });
-    const api = client(overHttp(stack.baseUrl!), w.key);
-    const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+    const { api, path, ...w } = await goalWorldOverHttp(stack, rx.url);
     const accepted: string[] = [];
     const answers: FailoverRun['answers'] = {};
     let stop = false;

@@ -1,7 +1,7 @@
 import { webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { count, eq, sql } from 'drizzle-orm';
 import { expect } from 'vitest';
-import { client, eventually, inProcess } from './client';
+import { client, eventually, inProcess, overHttp } from './client';
 import { makeWorld, uniqueEmail } from './factories';
 import { OPERATOR_TOKEN, type TestStack } from './stack';
 
@@ -13,6 +13,20 @@ export async function registerEndpoint(stack: TestStack, campaignId: string, bod
   const res = await operator(stack).post(`/admin/v1/campaigns/${campaignId}/webhook-endpoints`, body);
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body as { id: string; secret: string; [k: string]: unknown };
+}
+
+/**
+ * A `goalWorld` whose goals (`PARTICIPANT_REACHED_A_GOAL`) are sent to the receiver at `url`, with a client of
+ * its API key over the stack's HTTP port (a stack started with `http: true`) and its loyalty-action path.
+ */
+export async function goalWorldOverHttp(stack: TestStack, url: string) {
+  const w = await goalWorld(stack);
+  await registerEndpoint(stack, w.campaign.id, { url, eventTypes: ['PARTICIPANT_REACHED_A_GOAL'] });
+  return {
+    ...w,
+    api: client(overHttp(stack.baseUrl!), w.key),
+    path: `/v1/campaign/${w.campaign.id}/loyalty-action`,
+  };
 }
 
 /** A world whose reward unlocks at the first action, and a function that performs one and waits for it. */

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { isReadyMessage } from '../scripts/supervisor';
 import { sleep, until } from './util';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -49,18 +50,43 @@ export async function freePort(): Promise<number> {
  * repository root, with `env` on top of this process's environment.
  * Its output goes to this process's stderr, each line prefixed with `name`.
  */
-export function spawnNode(name: string, args: string[], env: Record<string, string>): ChildProcess {
+export function spawnNode(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+  /** With an IPC channel, over which a role started as `npm start` starts it says when it is ready. */
+  ipc = false,
+): ChildProcess {
   const child = spawn(process.execPath, ['--conditions=@stampcard/source', '--import', 'tsx', ...args], {
     cwd: ROOT,
     // No metrics listener unless asked for: several roles run on one machine.
     env: { ...process.env, METRICS_PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? (['ipc'] as const) : [])],
   });
   for (const stream of [child.stdout, child.stderr]) {
     if (stream)
       createInterface({ input: stream }).on('line', (line) => process.stderr.write(`[${name}] ${line}\n`));
   }
   return child;
+}
+
+/** Resolves once `child` sends its ready message; rejects when it exits first or `timeoutMs` passes. */
+function readyOf(child: ChildProcess, name: string, timeoutMs: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => finish(new Error(`${name} was not ready within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    const onMessage = (m: unknown) => isReadyMessage(m) && finish();
+    const onExit = (code: number | null) => finish(new Error(`${name} exited (${code}) before it was ready`));
+    function finish(err?: Error) {
+      clearTimeout(timer);
+      child.off('message', onMessage).off('exit', onExit);
+      if (err) reject(err);
+      else resolve();
+    }
+    child.on('message', onMessage).once('exit', onExit);
+  });
 }
 
 /** Resolves with the exit code once `child` has exited (at once when it already has). */
@@ -145,16 +171,23 @@ export class ServiceRunner {
     if (code !== 0) throw new Error(`migrations failed (exit code ${code})`);
   }
 
-  /** Starts one process of `role`; an API gets a free port of its own. */
-  async start(role: Role): Promise<ServiceProcess> {
+  /**
+   * Starts one process of `role` and waits until it says it is ready (its modules loaded, its stores reached,
+   * its consumers running), as `npm start`'s supervisor does: a figure's clock starts on a warm process, not
+   * on one still loading. An API gets a free port of its own.
+   */
+  async start(role: Role, timeoutMs = 60_000): Promise<ServiceProcess> {
     const port = role === 'api' ? await freePort() : null;
     const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
     // As `npm run start:<role>` and docker-compose.yml run it: the same heap cap (see docs/operating.md).
-    const child = spawnNode(name, [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role], {
-      ...this.env,
-      ...(port ? { PORT: String(port) } : {}),
-    });
+    const child = spawnNode(
+      name,
+      [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role],
+      { ...this.env, ...(port ? { PORT: String(port) } : {}), STAMPCARD_SUPERVISED: '1' },
+      true,
+    );
     if (!child.pid) throw new Error(`${name} did not start`);
+    const ready = readyOf(child, name, timeoutMs);
     const proc: ServiceProcess = {
       name,
       role,
@@ -166,6 +199,7 @@ export class ServiceRunner {
       stopping: false,
     };
     this.procs.push(proc);
+    await ready;
     return proc;
   }
 

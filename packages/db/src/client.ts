@@ -1,6 +1,7 @@
 import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import type postgres from 'postgres';
 import { connectPostgres } from './connect';
+import { preparing } from './prepared';
 import * as schema from './schema/index';
 
 export type Schema = typeof schema;
@@ -80,6 +81,7 @@ export function createDb(url: string, opts: CreateDbOptions = {}): DbHandle {
           },
         }),
   });
-  const db = drizzle(sql, { schema });
+  // Behind a pooler in transaction mode nothing is prepared (see `pooler`).
+  const db = drizzle(pooled ? sql : preparing(sql), { schema });
   return { db, sql, close: () => sql.end({ timeout: 5 }) };
 }

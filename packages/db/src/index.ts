@@ -4,5 +4,6 @@ export * from './connect';
 export * from './idempotency';
 export * from './migrate';
 export * from './partitions';
+export * from './prepared';
 export * from './replica';
 export * from './schema/index';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { isReadyMessage } from '../scripts/supervisor';
+import { isReadyMessage, SUPERVISED } from '../scripts/supervisor';
 import { sleep, until } from './util';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -183,7 +183,7 @@ export class ServiceRunner {
     const child = spawnNode(
       name,
       [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role],
-      { ...this.env, ...(port ? { PORT: String(port) } : {}), STAMPCARD_SUPERVISED: '1' },
+      { ...this.env, ...(port ? { PORT: String(port) } : {}), [SUPERVISED]: '1' },
       true,
     );
     if (!child.pid) throw new Error(`${name} did not start`);

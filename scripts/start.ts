@@ -15,12 +15,10 @@ import { startTracing } from '@stampcard/telemetry';
 import { startHeartbeat } from './heartbeat';
 import { preflight } from './preflight';
 import { startStack } from './stack';
-import { type ReadyMessage, supervise } from './supervisor';
+import { type ReadyMessage, SUPERVISED, supervise } from './supervisor';
 
 const ROLES = ['all', 'api', 'worker', 'dispatcher'] as const;
 type Role = (typeof ROLES)[number];
-/** Set by `npm start`'s supervisor on the roles it runs: they report ready over IPC and stop with it. */
-const SUPERVISED = 'STAMPCARD_SUPERVISED';
 
 /**
  * `npm start` (role `all`): check the services, apply migrations, then supervise the API, the worker and

@@ -1,6 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from '@stampcard/config';
 
+/** Set on a role started under a supervisor (`npm start`'s, the bench's): it reports ready over IPC and stops with it. */
+export const SUPERVISED = 'STAMPCARD_SUPERVISED';
+
 /** What a supervised role tells its supervisor over the IPC channel once it runs. */
 export type ReadyMessage = { type: 'stampcard:ready'; role: string; port?: number };
 

@@ -1,15 +1,15 @@
 import type { Env, Logger } from '@stampcard/config';
 import type { Ctx } from '@stampcard/core';
 import {
-  closeConsumers,
+  type Consumers,
   enqueueCommitted,
   type Processors,
   type Queues,
   type RedisClient,
   startConsumers,
+  watchConsumers,
 } from '@stampcard/jobs';
 import type { DeliveryMetrics } from '@stampcard/telemetry';
-import type { Worker } from 'bullmq';
 import { claimLeaseMs, createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { runBacklog } from './processors/backlog';
@@ -117,6 +117,12 @@ export type DispatcherOptions = {
    */
   lockMs: number;
   /**
+   * A queue consumer that has taken no job for this long while one waits for it is replaced (see
+   * `watchConsumers`), in ms.
+   * @defaultValue 15000
+   */
+  consumerStuckMs?: number;
+  /**
    * What the dispatcher counts of its attempts, into its process's metrics.
    * @defaultValue none
    */
@@ -161,7 +167,11 @@ export function dispatcherSettings(config: Env): DispatcherSettings {
 }
 
 export type StampcardDispatcher = {
-  workers: Worker[];
+  /** One BullMQ worker per queue of the dispatcher's jobs in the catalog. */
+  consumers: Consumers;
+  /** Replaces a consumer that has stopped taking jobs while jobs wait; `runOnce()` answers the queues replaced. */
+  watch: ReturnType<typeof watchConsumers>;
+  /** True while every consumer takes jobs. */
   isRunning(): boolean;
   sweeper: ReturnType<typeof createSweeper>;
   /** Stops taking jobs, finishes the deliveries in hand, stops the sweep, closes connections to receivers. */
@@ -205,7 +215,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     'webhook-message-batch.deliver': deliverMessages(deliver),
     'webhook-backlog.run': runBacklog(opts.ctx, opts.queues, opts.logger, opts.backlogBatch),
   };
-  const workers = startConsumers({
+  const consumers = startConsumers({
     consumer: 'dispatcher',
     processors,
     connection: opts.connection,
@@ -220,6 +230,12 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
     onError: (err) => opts.logger.error({ err }, 'dispatcher error'),
   });
+  const watch = watchConsumers(consumers, {
+    queues: opts.queues,
+    logger: opts.logger,
+    stuckMs: opts.consumerStuckMs,
+  });
+  watch.start();
   const sweeper = createSweeper({
     ctx: opts.ctx,
     queues: opts.queues,
@@ -230,12 +246,13 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
   });
   if (opts.sweep !== false) sweeper.start();
   return {
-    workers,
-    isRunning: () => workers.every((w) => w.isRunning()),
+    consumers,
+    watch,
+    isRunning: consumers.isRunning,
     sweeper,
     close: async () => {
-      await sweeper.stop();
-      const late = await closeConsumers(workers, opts.lockMs);
+      await Promise.all([sweeper.stop(), watch.stop()]);
+      const late = await consumers.close(opts.lockMs);
       if (late.length > 0)
         opts.logger.warn({ queues: late }, 'queue consumers not closed in time; left to exit');
       await sender.close();

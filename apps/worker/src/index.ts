@@ -3,15 +3,15 @@ import { type AppliedAction, applyActions, type Created, type Ctx } from '@stamp
 import { DEFAULT_RETENTION, type RetentionPolicy } from '@stampcard/db';
 import {
   appliedChannel,
-  closeConsumers,
+  type Consumers,
   enqueueCommitted,
   type Processors,
   type Queues,
   type RedisClient,
   startConsumers,
+  watchConsumers,
 } from '@stampcard/jobs';
 import type { ApplyMetrics } from '@stampcard/telemetry';
-import type { Worker } from 'bullmq';
 import type postgres from 'postgres';
 import { actionTraces, createActionBatcher } from './batcher';
 import { createPartitionMaintenance } from './partition-maintenance';
@@ -100,6 +100,12 @@ export type WorkerOptions = {
    */
   lockMs?: number;
   /**
+   * A queue consumer that has taken no job for this long while one waits for it is replaced (see
+   * `watchConsumers`), in ms. Looks run every third of it, at most every 5 s.
+   * @defaultValue 15000
+   */
+  consumerStuckMs?: number;
+  /**
    * What the worker counts of the actions it applies, into its process's metrics.
    * @defaultValue none
    */
@@ -107,9 +113,11 @@ export type WorkerOptions = {
 };
 
 export type StampcardWorker = {
-  /** One BullMQ worker per queue of the worker's jobs in the catalog. */
-  workers: Worker[];
-  /** True while every one of them takes jobs. */
+  /** One BullMQ worker per queue (per shard) of the worker's jobs in the catalog. */
+  consumers: Consumers;
+  /** Replaces a consumer that has stopped taking jobs while jobs wait; `runOnce()` answers the queues replaced. */
+  watch: ReturnType<typeof watchConsumers>;
+  /** True while every consumer takes jobs. */
   isRunning(): boolean;
   relay: ReturnType<typeof createRelay>;
   /** Deletes expired `Idempotency-Key` answers; `runOnce()` answers how many, in how many batches. */
@@ -172,7 +180,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     'participant-erasure.run': runErasure(opts.ctx, opts.logger),
     'participant-import.run': runImport(opts.ctx, opts.logger),
   };
-  const workers = startConsumers({
+  const consumers = startConsumers({
     consumer: 'worker',
     processors,
     connection: opts.connection,
@@ -192,6 +200,12 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
     onError: (err) => opts.logger.error({ err }, 'worker error'),
   });
+  const watch = watchConsumers(consumers, {
+    queues: opts.queues,
+    logger: opts.logger,
+    stuckMs: opts.consumerStuckMs,
+  });
+  watch.start();
   const relay = createRelay({
     ctx: opts.ctx,
     queues: opts.queues,
@@ -211,13 +225,14 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     partitionMaintenance.start();
   }
   return {
-    workers,
-    isRunning: () => workers.every((w) => w.isRunning()),
+    consumers,
+    watch,
+    isRunning: consumers.isRunning,
     relay,
     partitionMaintenance,
     close: async () => {
-      await Promise.all([relay.stop(), partitionMaintenance.stop()]);
-      const late = await closeConsumers(workers, opts.lockMs ?? 10_000);
+      await Promise.all([relay.stop(), partitionMaintenance.stop(), watch.stop()]);
+      const late = await consumers.close(opts.lockMs ?? 10_000);
       if (late.length > 0)
         opts.logger.warn({ queues: late }, 'queue consumers not closed in time; left to exit');
       await batcher.drain();

@@ -100,29 +100,108 @@ export type ConsumerOptions<C extends Consumer> = {
   onError(err: Error): void;
 };
 
+/**
+ * The consumer of one queue (one shard of a sharded queue): its BullMQ worker, which `replace` swaps for a new
+ * one, and what it holds, which a watchdog reads (`watchConsumers`).
+ */
+export type ConsumerSlot = {
+  /** The queue's name (a shard's own name). */
+  readonly queue: string;
+  /** The BullMQ worker taking this queue's jobs now. */
+  readonly worker: Worker;
+  /** Jobs its processor is running now. */
+  readonly holding: number;
+  /** When it last started a job, or when its worker was made (ms since the epoch). */
+  readonly lastTakenAt: number;
+  /**
+   * A new BullMQ worker for this queue, at once; the old one is closed in the background, at most
+   * `closeTimeoutMs` waited for (see `closeConsumers`). Answers the new worker.
+   */
+  replace(closeTimeoutMs: number): Worker;
+};
+
+/** A process's consumers: one per queue (per shard of a sharded queue) that a process of its kind takes jobs from. */
+export type Consumers = {
+  readonly slots: readonly ConsumerSlot[];
+  /** The BullMQ workers taking jobs now. */
+  workers(): Worker[];
+  /** True while every one of them takes jobs. */
+  isRunning(): boolean;
+  /** Closes them all (see `closeConsumers`). Answers the queues whose consumer had not closed in time. */
+  close(timeoutMs: number): Promise<string[]>;
+};
+
 /** One BullMQ worker per queue (per shard of a sharded queue) that a process of kind `consumer` takes jobs from. */
-export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Worker[] {
-  const processor = dispatchByName(opts.processors);
-  return queuesOf(opts.consumer).flatMap((queue) => {
+export function startConsumers<C extends Consumer>(opts: ConsumerOptions<C>): Consumers {
+  const dispatch = dispatchByName(opts.processors);
+  const slots = queuesOf(opts.consumer).flatMap((queue) => {
     const shards = shardNames(queue, opts.shards ?? 1, opts.prefix);
     const concurrency = Math.max(
       1,
       Math.ceil((opts.queueConcurrency?.[queue] ?? opts.concurrency) / shards.length),
     );
-    return shards.map((shard) => {
-      const worker = new Worker(shard, processor, {
-        connection: opts.connection,
-        prefix: queuePrefix(opts.prefix, shard, opts.connection),
-        concurrency,
-        lockDuration: opts.lockMs,
-        stalledInterval: Math.ceil(opts.lockMs / 2),
-        maxStalledCount: opts.maxStalledCount ?? 1,
-      });
-      worker.on('failed', opts.onFailed);
-      worker.on('error', opts.onError);
-      return worker;
-    });
+    return shards.map((shard) => consumerSlot(shard, concurrency, dispatch, opts));
   });
+  const workers = () => slots.map((s) => s.worker);
+  return {
+    slots,
+    workers,
+    isRunning: () => slots.every((s) => s.worker.isRunning()),
+    close: (timeoutMs) => closeConsumers(workers(), timeoutMs),
+  };
+}
+
+function consumerSlot<C extends Consumer>(
+  shard: string,
+  concurrency: number,
+  dispatch: (job: Job, token?: string) => Promise<unknown>,
+  opts: ConsumerOptions<C>,
+): ConsumerSlot {
+  let holding = 0;
+  let lastTakenAt = Date.now();
+  // Counted here rather than from BullMQ's events: a job moved to delayed ends without one.
+  const processor = async (job: Job, token?: string) => {
+    holding += 1;
+    lastTakenAt = Date.now();
+    try {
+      return await dispatch(job, token);
+    } finally {
+      holding -= 1;
+    }
+  };
+  const make = () => {
+    const worker = new Worker(shard, processor, {
+      connection: opts.connection,
+      prefix: queuePrefix(opts.prefix, shard, opts.connection),
+      concurrency,
+      lockDuration: opts.lockMs,
+      stalledInterval: Math.ceil(opts.lockMs / 2),
+      maxStalledCount: opts.maxStalledCount ?? 1,
+    });
+    worker.on('failed', opts.onFailed);
+    worker.on('error', opts.onError);
+    lastTakenAt = Date.now();
+    return worker;
+  };
+  let worker = make();
+  return {
+    queue: shard,
+    get worker() {
+      return worker;
+    },
+    get holding() {
+      return holding;
+    },
+    get lastTakenAt() {
+      return lastTakenAt;
+    },
+    replace(closeTimeoutMs) {
+      const old = worker;
+      worker = make();
+      void closeConsumers([old], closeTimeoutMs);
+      return worker;
+    },
+  };
 }
 
 /**

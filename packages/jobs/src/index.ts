@@ -5,3 +5,4 @@ export * from './hand-off';
 export * from './periodic';
 export * from './queues';
 export * from './redis';
+export * from './watchdog';

@@ -4,6 +4,7 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { usePrefix } from '../../../test/support/use';
 import {
   actionsInBatchJobs,
+  type Consumers,
   connectQueues,
   currentJobName,
   deferDeliveries,
@@ -206,7 +207,7 @@ describe('the job catalog', () => {
       3,
     );
     const ran: string[] = [];
-    let consumers: Worker[] = [];
+    let consumers: Consumers | undefined;
     try {
       const shards = queues.producer.queues.shardsOf('loyalty-action-batch.apply');
       expect(shards.map((q) => q.name)).toEqual(shardNames('loyalty-action-batches', 3, prefix));
@@ -242,7 +243,7 @@ describe('the job catalog', () => {
       while (ran.length < 6 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       expect(ran.sort()).toEqual(Array.from({ length: 6 }, (_, i) => `act_${i}`));
     } finally {
-      await Promise.all(consumers.map((w) => w.close()));
+      await consumers?.close(5000);
       await queues.close();
     }
   });

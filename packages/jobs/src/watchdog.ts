@@ -1,0 +1,89 @@
+import type { Logger } from '@stampcard/config';
+import type { ConsumerSlot, Consumers } from './consumers';
+import { periodic } from './periodic';
+import type { Queues } from './queues';
+
+export type ConsumerWatchOptions = {
+  /** The queues the consumers take from. */
+  queues: Queues;
+  /** Where each replacement (a warning) and each failed look (an error) is logged. */
+  logger: Logger;
+  /**
+   * A consumer that holds no job and has started none for this long, while the same job waits at the head of
+   * its queue from one look to the next, is wedged and replaced. In ms.
+   * @defaultValue 15_000
+   */
+  stuckMs?: number;
+  /**
+   * Pause between looks, in ms; a look not answered within it is given up.
+   * @defaultValue a third of `stuckMs`, at most 5_000
+   */
+  intervalMs?: number;
+  /**
+   * How long a replaced consumer's close is waited for, in the background, in ms.
+   * @defaultValue 10_000
+   */
+  closeTimeoutMs?: number;
+};
+
+/**
+ * Replaces a consumer that has stopped taking jobs while jobs wait for it. BullMQ leaves reconnecting to
+ * ioredis, and after some failovers (a Redis Cluster master killed under load, a Sentinel switch) a worker's
+ * blocking connection never serves it again: no error, no exit, the queue's jobs wait for ever while the
+ * process looks healthy. What its maintainers advise is what this does: close that worker and make another.
+ *
+ * A look costs nothing while each consumer is busy or has taken a job lately; only an idle one's queue is read
+ * (the ids at the head of its waiting and prioritized jobs, one round trip). It is wedged when the same job is
+ * still at the head at the next look and the queue is not paused. `runOnce()` answers the queues replaced.
+ */
+export function watchConsumers(consumers: Consumers, opts: ConsumerWatchOptions) {
+  const stuckMs = opts.stuckMs ?? 15_000;
+  const intervalMs = opts.intervalMs ?? Math.min(5000, Math.ceil(stuckMs / 3));
+  const byName = new Map(opts.queues.all.map((q) => [q.name, q]));
+  const heads = new Map<ConsumerSlot, string>();
+
+  async function look(slot: ConsumerSlot, now: number): Promise<boolean> {
+    const idleMs = now - slot.lastTakenAt;
+    const queue = byName.get(slot.queue);
+    if (!queue || slot.holding > 0 || idleMs < stuckMs || slot.worker.closing) {
+      heads.delete(slot);
+      return false;
+    }
+    const head = (await queue.getRanges(['wait', 'prioritized'], 0, 0, true)).join(',');
+    const before = heads.get(slot);
+    heads.set(slot, head);
+    if (head === '' || head !== before || (await queue.isPaused())) return false;
+    heads.delete(slot);
+    slot.replace(opts.closeTimeoutMs ?? 10_000);
+    opts.logger.warn(
+      { queue: slot.queue, idleMs },
+      'queue consumer took no job while jobs waited: replaced by a new one',
+    );
+    return true;
+  }
+
+  async function lookAll(): Promise<string[]> {
+    const now = Date.now();
+    const replaced: string[] = [];
+    for (const slot of consumers.slots) {
+      if (await look(slot, now)) replaced.push(slot.queue);
+    }
+    return replaced;
+  }
+  return periodic(
+    // A Redis that stops answering must not hold the watch: a look is given up after a pause's length.
+    () => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`consumer watch: no answer within ${intervalMs} ms`)),
+          intervalMs,
+        );
+      });
+      return Promise.race([lookAll(), late]).finally(() => clearTimeout(timer));
+    },
+    intervalMs,
+    // The next look tries again.
+    (err) => opts.logger.error({ err }, 'consumer watch failed'),
+  );
+}

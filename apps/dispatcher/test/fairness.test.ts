@@ -79,8 +79,10 @@ describe('fairness and throttling', () => {
       const got = await rx.waitFor(15, 10_000);
       const times = got.map((r) => r.at).sort((a, b) => a - b);
       // Spaced by 1000 / 5 = 200 ms: 15 deliveries take at least 14 gaps, and no second ever holds more than 5.
+      // Seen at the receiver, a send the machine delayed after its slot (a busy event loop, up to 200 ms) lands
+      // nearer the next: six arrivals never fit in 800 ms.
       expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(14 * 200 - 100);
-      for (const t of times) expect(times.filter((u) => u >= t && u < t + 950).length).toBeLessThanOrEqual(5);
+      for (const t of times) expect(times.filter((u) => u >= t && u < t + 800).length).toBeLessThanOrEqual(5);
       const messages = await eventually(
         () => messagesOf(stack, ep.id, '?limit=100'),
         (ms) => ms.length === 15 && ms.every((m) => m.status === 'SUCCEEDED'),

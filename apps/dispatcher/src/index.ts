@@ -14,10 +14,10 @@ import { claimLeaseMs, createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { runBacklog } from './processors/backlog';
 import { deliverMessage } from './processors/deliver';
-import { deliverMessages } from './processors/deliver-batch';
+import { BATCH_LANES, deliverMessages } from './processors/deliver-batch';
 import { fanOut } from './processors/fan-out';
 import { createSweeper } from './sweeper';
-import { createEndpointGate, createInFlight } from './throttle';
+import { createBatchLanes, createEndpointGate, createInFlight } from './throttle';
 
 export { createSender, MAX_ANSWER_BYTES } from './http';
 export { createEndpointGate } from './throttle';
@@ -201,6 +201,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     sender,
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency),
+    lanes: createBatchLanes(BATCH_LANES),
     batching: createDeliveryBatching(opts.ctx, { leaseMs: claimLeaseMs(opts.timeoutMs) }),
     policy: {
       schedule: opts.retrySchedule,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createInFlight } from '../src/throttle';
+import { createBatchLanes, createInFlight } from '../src/throttle';
 
 describe("an endpoint's share of a dispatcher", () => {
   it('starts at its maximum, halves with each delivery that got no answer, widens by one per answer', async () => {
@@ -53,5 +53,35 @@ describe("an endpoint's share of a dispatcher", () => {
     slots.release('ep', true);
     expect(await waiting).toBe(true);
     expect(await slots.acquire('ep', 10)).toBe(false);
+  });
+
+  it("bounds an endpoint's batch jobs at once, and tells one turned away to come back as long as the oldest has run", () => {
+    let now = 1000;
+    const lanes = createBatchLanes(2, () => now);
+    const first = lanes.enter('ep')!;
+    now += 30;
+    const second = lanes.enter('ep')!;
+    expect(first).toBeTypeOf('function');
+    expect(second).toBeTypeOf('function');
+    expect(lanes.enter('ep')).toBeNull();
+    // Another endpoint has lanes of its own.
+    expect(lanes.enter('other')).not.toBeNull();
+    // At least 50 ms, however fresh the lanes.
+    expect(lanes.comeBackMs('ep')).toBe(50);
+    now += 400;
+    expect(lanes.comeBackMs('ep')).toBe(430);
+    // The older leaves: the age is the younger one's, and a lane is free again.
+    first();
+    first();
+    expect(lanes.comeBackMs('ep')).toBe(400);
+    const third = lanes.enter('ep')!;
+    expect(lanes.enter('ep')).toBeNull();
+    // A lane that hangs: its turned-away jobs come back every 2 s at most, not in a tight loop.
+    now += 60_000;
+    expect(lanes.comeBackMs('ep')).toBe(2000);
+    second();
+    third();
+    expect(lanes.comeBackMs('ep')).toBe(50);
+    expect(lanes.enter('ep')).not.toBeNull();
   });
 });

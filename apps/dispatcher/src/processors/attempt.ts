@@ -3,9 +3,10 @@ import { type Ctx, type Delivery, type DeliveryPolicy, judgeAttempt, recordAttem
 import { type Queues, scheduleDeliveries } from '@stampcard/jobs';
 import { contextOf, currentTraceparent, type DeliveryMetrics, inSpan, SpanKind } from '@stampcard/telemetry';
 import { signatureHeaders } from '@stampcard/webhooks';
+import { DelayedError, type Job } from 'bullmq';
 import type { DeliveryBatching } from '../batching';
 import type { Sender } from '../http';
-import type { createInFlight, EndpointGate } from '../throttle';
+import type { createBatchLanes, createInFlight, EndpointGate } from '../throttle';
 
 export type DeliverDeps = {
   ctx: Ctx;
@@ -14,6 +15,8 @@ export type DeliverDeps = {
   sender: Sender;
   gate: EndpointGate;
   inFlight: ReturnType<typeof createInFlight>;
+  /** Batch jobs of one endpoint running at once in this process. */
+  lanes: ReturnType<typeof createBatchLanes>;
   /** Reads and success writes shared with the jobs running at the same moment. */
   batching: DeliveryBatching;
   policy: Omit<DeliveryPolicy, 'random'>;
@@ -27,12 +30,18 @@ export type DeliverDeps = {
 /** A rate-limit wait this short is slept in place; a longer one puts the message back until its slot. */
 const SLEEP_IN_PLACE_MS = 250;
 /** How long a message waits in place for its endpoint's in-flight window before stepping aside. */
-const WINDOW_WAIT_MS = 50;
+export const WINDOW_WAIT_MS = 50;
 
 /** How long a delivery that found its message claimed by another waits before it looks again, at least. */
 const CLAIMED_ELSEWHERE_MS = 1000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Puts the job back in the queue for `ms` without spending one of BullMQ's attempts. */
+export async function later(job: Job, token: string | undefined, ms: number): Promise<never> {
+  await job.moveToDelayed(Date.now() + Math.max(0, ms), token);
+  throw new DelayedError();
+}
 
 /** What became of one attempt, for the job that carries the message. */
 export type AttemptStep =
@@ -49,12 +58,20 @@ export type AttemptStep =
  * current secret and recorded; the message's schedule lives in PostgreSQL, and the answer says when the job
  * carrying it should come back.
  */
-export async function attemptDelivery(deps: DeliverDeps, delivery: Delivery): Promise<AttemptStep> {
+export async function attemptDelivery(
+  deps: DeliverDeps,
+  delivery: Delivery,
+  /**
+   * How long to wait for a slot of the endpoint's window before stepping aside, in ms.
+   * @defaultValue `WINDOW_WAIT_MS`
+   */
+  windowWaitMs = WINDOW_WAIT_MS,
+): Promise<AttemptStep> {
   const { ctx, sender, gate, inFlight, batching } = deps;
   const { endpoint, message } = delivery;
   const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
   if (notYet > 20) return { later: notYet };
-  if (!(await inFlight.acquire(endpoint.id, WINDOW_WAIT_MS))) {
+  if (!(await inFlight.acquire(endpoint.id, windowWaitMs))) {
     // A healthy endpoint that is merely busy frees a slot within milliseconds: come back soon. One whose
     // window timeouts narrowed is slow: come back much later, leaving the process's slots to the others.
     return { later: inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40 };
@@ -144,8 +161,9 @@ export function tracedAttempt(
   deps: DeliverDeps,
   delivery: Delivery,
   traceparent: string | undefined,
+  windowWaitMs = WINDOW_WAIT_MS,
 ): Promise<AttemptStep> {
-  if (!traceparent) return attemptDelivery(deps, delivery);
+  if (!traceparent) return attemptDelivery(deps, delivery, windowWaitMs);
   return inSpan(
     'deliver webhook',
     {
@@ -158,7 +176,7 @@ export function tracedAttempt(
       },
     },
     async (span) => {
-      const step = await attemptDelivery(deps, delivery);
+      const step = await attemptDelivery(deps, delivery, windowWaitMs);
       if ('done' in step) {
         span.setAttribute('stampcard.webhook_message.status', step.done);
         if (step.statusCode !== null) span.setAttribute('http.response.status_code', step.statusCode);

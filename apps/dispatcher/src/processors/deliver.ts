@@ -1,14 +1,8 @@
 import type { Processor } from '@stampcard/jobs';
-import { DelayedError, type Job, UnrecoverableError } from 'bullmq';
-import { type DeliverDeps, tracedAttempt } from './attempt';
+import { UnrecoverableError } from 'bullmq';
+import { type DeliverDeps, later, tracedAttempt } from './attempt';
 
 export type { DeliverDeps } from './attempt';
-
-/** Puts the job back in the queue for `ms` without spending one of BullMQ's attempts. */
-async function later(job: Job, token: string | undefined, ms: number): Promise<never> {
-  await job.moveToDelayed(Date.now() + Math.max(0, ms), token);
-  throw new DelayedError();
-}
 
 /**
  * `webhook-message.deliver`: one message's next attempt (`attemptDelivery`). The job is delayed to the next

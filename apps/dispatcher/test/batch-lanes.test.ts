@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { eventually } from '../../../test/support/client';
+import { useReceivers } from '../../../test/support/receiver';
+import { useTestStack } from '../../../test/support/use';
+import { heldEndpoint, messageCounts, operator } from '../../../test/support/webhooks';
+
+const stack = useTestStack({ dispatcher: true, endpointConcurrency: 4 });
+const receiver = useReceivers();
+
+describe("an endpoint's batch jobs", () => {
+  it('deliver a backlog of one endpoint in their batches, within its window, instead of putting most of it back message by message', async () => {
+    let open = 0;
+    let widest = 0;
+    const rx = await receiver(() => {
+      open += 1;
+      widest = Math.max(widest, open);
+      setTimeout(() => {
+        open -= 1;
+      }, 20);
+      return { delayMs: 20 };
+    });
+    // 256 messages waiting for their endpoint: enabling it queues them as four batch jobs of 64, together, for
+    // a window of 4 connections.
+    const n = 256;
+    const ep = await heldEndpoint(stack, n, rx.url);
+    const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
+    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+
+    const got = await rx.waitFor(n, 30_000);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
+    // Released by the enabling: a new generation of each, every one recorded once.
+    await eventually(
+      () => messageCounts(stack, ep.id),
+      (counts) => counts['SUCCEEDED@1'] === n,
+    );
+    expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
+    expect(widest).toBeLessThanOrEqual(4);
+    // Every message went in its batch: none waited its turn as a job of its own (at 50 ms of waiting for a
+    // slot each, all but a few of each batch did before).
+    const queue = stack.deps.queues.forJob('webhook-message.deliver');
+    const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
+    expect(jobs.filter((j) => j?.name === 'webhook-message.deliver')).toEqual([]);
+    expect(jobs.filter((j) => j?.name === 'webhook-message-batch.deliver').length).toBe(n / 64);
+  });
+});

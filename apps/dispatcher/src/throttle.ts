@@ -165,39 +165,44 @@ export function createInFlight(max: number) {
 }
 
 /**
- * Batch jobs of one endpoint running at once in this process, at most `max`. A replay or a burst queues many
- * batch jobs of one endpoint together: each would load its 64 messages, find the endpoint's window taken by the
- * others, and put most of them back as jobs of their own (a job, a load and a Redis round trip each, for
- * messages that only waited their turn). A batch job that finds its endpoint's lanes full steps aside whole,
- * before loading anything, and comes back after `comeBackMs`; the job slot it leaves goes to other endpoints
- * meanwhile.
+ * Messages of one endpoint that batch jobs hold at once in this process, at most `max` (a job alone may hold
+ * more). A replay or a burst queues many batch jobs of one endpoint together: each would load its 64 messages,
+ * find the endpoint's window taken by the others, and put most of them back as jobs of their own (a job, a
+ * load and a Redis round trip each, for messages that only waited their turn). A batch job that would pass
+ * the bound steps aside whole, before loading anything, and comes back after `comeBackMs`; the job slot it
+ * leaves goes to other endpoints meanwhile. Jobs of one message (an ordered endpoint's next) count one each.
  */
 export function createBatchLanes(max: number, now: () => number = Date.now) {
-  /** When each running batch job of an endpoint began. */
-  const running = new Map<string, number[]>();
+  /** Of each endpoint: the messages its running batch jobs hold, and when each of those jobs began. */
+  const running = new Map<string, { messages: number; began: number[] }>();
   return {
-    /** Takes a lane for a batch job of the endpoint: answers what gives it back, or null when all are taken. */
-    enter(id: string): (() => void) | null {
-      const lanes = running.get(id) ?? [];
-      if (lanes.length >= max) return null;
+    /**
+     * Takes room for a batch job of `messages` messages of the endpoint: answers what gives it back, or null
+     * when the endpoint's running jobs leave too little.
+     */
+    enter(id: string, messages: number): (() => void) | null {
+      const lane = running.get(id) ?? { messages: 0, began: [] };
+      if (lane.messages > 0 && lane.messages + messages > max) return null;
       const began = now();
-      lanes.push(began);
-      running.set(id, lanes);
+      lane.messages += messages;
+      lane.began.push(began);
+      running.set(id, lane);
       let left = false;
       return () => {
         if (left) return;
         left = true;
-        lanes.splice(lanes.indexOf(began), 1);
-        if (lanes.length === 0) running.delete(id);
+        lane.messages -= messages;
+        lane.began.splice(lane.began.indexOf(began), 1);
+        if (lane.began.length === 0) running.delete(id);
       };
     },
     /**
-     * How long a batch job turned away should wait, in ms: as long as the endpoint's oldest lane has been
-     * running, between 50 ms and 2 s. A fast endpoint's lanes turn over within tens of ms; a hanging one's
+     * How long a batch job turned away should wait, in ms: as long as the endpoint's oldest running job has
+     * run, between 50 ms and 2 s. A fast endpoint's jobs turn over within tens of ms; a hanging one's waiting
      * jobs come back every 2 s, not in a tight loop.
      */
     comeBackMs(id: string): number {
-      const oldest = running.get(id)?.[0];
+      const oldest = running.get(id)?.began[0];
       const busy = oldest === undefined ? 0 : now() - oldest;
       return Math.min(2000, Math.max(50, busy));
     },

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
+import { uniqueEmail } from '../../../test/support/factories';
 import { useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
-import { heldEndpoint, messageCounts, operator } from '../../../test/support/webhooks';
+import {
+  goalWorld,
+  heldEndpoint,
+  messageCounts,
+  operator,
+  registerEndpoint,
+} from '../../../test/support/webhooks';
 
 const stack = useTestStack({ dispatcher: true, endpointConcurrency: 4 });
 const receiver = useReceivers();
@@ -41,5 +48,30 @@ describe("an endpoint's batch jobs", () => {
     const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
     expect(jobs.filter((j) => j?.name === 'webhook-message.deliver')).toEqual([]);
     expect(jobs.filter((j) => j?.name === 'webhook-message-batch.deliver').length).toBe(n / 64);
+  });
+
+  it("counts an ordered endpoint's next messages one each: released one by one, many still go at once", async () => {
+    // Each participant's messages go one at a time, each made due by the end of the one before, in a job of its
+    // own. Bounding jobs rather than messages let two of them through at once.
+    let open = 0;
+    let widest = 0;
+    const rx = await receiver((r) => {
+      if (Number(r.headers['webhook-sequence']) < 2) return { delayMs: 150 };
+      open += 1;
+      widest = Math.max(widest, open);
+      setTimeout(() => {
+        open -= 1;
+      }, 150);
+      return { delayMs: 150 };
+    });
+    const w = await goalWorld(stack);
+    await registerEndpoint(stack, w.campaign.id, { url: rx.url, ordering: 'PARTICIPANT' });
+    // One action each: NEW_PARTICIPANT_ADDED, LOYALTY_ACTION_APPLIED and PARTICIPANT_REACHED_A_GOAL, in turn.
+    const participants = 16;
+    await Promise.all(Array.from({ length: participants }, () => w.act(uniqueEmail())));
+    await rx.waitFor(participants * 3, 30_000);
+    // The window is 4 (`endpointConcurrency`): it was filled with messages released one by one.
+    expect(widest).toBeGreaterThan(2);
+    expect(widest).toBeLessThanOrEqual(4);
   });
 });

@@ -55,33 +55,37 @@ describe("an endpoint's share of a dispatcher", () => {
     expect(await slots.acquire('ep', 10)).toBe(false);
   });
 
-  it("bounds an endpoint's batch jobs at once, and tells one turned away to come back as long as the oldest has run", () => {
+  it("bounds the messages an endpoint's batch jobs hold at once, and tells a job turned away to come back as long as the oldest has run", () => {
     let now = 1000;
-    const lanes = createBatchLanes(2, () => now);
-    const first = lanes.enter('ep')!;
+    const lanes = createBatchLanes(128, () => now);
+    const first = lanes.enter('ep', 64)!;
     now += 30;
-    const second = lanes.enter('ep')!;
+    const second = lanes.enter('ep', 64)!;
     expect(first).toBeTypeOf('function');
     expect(second).toBeTypeOf('function');
-    expect(lanes.enter('ep')).toBeNull();
-    // Another endpoint has lanes of its own.
-    expect(lanes.enter('other')).not.toBeNull();
+    // Full: neither a batch nor a single message gets in.
+    expect(lanes.enter('ep', 64)).toBeNull();
+    expect(lanes.enter('ep', 1)).toBeNull();
+    // Another endpoint has lanes of its own; a job larger than the bound runs when it is alone.
+    expect(lanes.enter('other', 200)).not.toBeNull();
+    expect(lanes.enter('other', 1)).toBeNull();
     // At least 50 ms, however fresh the lanes.
     expect(lanes.comeBackMs('ep')).toBe(50);
     now += 400;
     expect(lanes.comeBackMs('ep')).toBe(430);
-    // The older leaves: the age is the younger one's, and a lane is free again.
+    // The older leaves (twice changes nothing): the age is the younger one's, and its room is free again.
     first();
     first();
     expect(lanes.comeBackMs('ep')).toBe(400);
-    const third = lanes.enter('ep')!;
-    expect(lanes.enter('ep')).toBeNull();
-    // A lane that hangs: its turned-away jobs come back every 2 s at most, not in a tight loop.
+    const singles = Array.from({ length: 64 }, () => lanes.enter('ep', 1));
+    expect(singles.every((x) => x !== null)).toBe(true);
+    expect(lanes.enter('ep', 1)).toBeNull();
+    // A job that hangs: the jobs turned away come back every 2 s at most, not in a tight loop.
     now += 60_000;
     expect(lanes.comeBackMs('ep')).toBe(2000);
     second();
-    third();
+    for (const leave of singles) leave!();
     expect(lanes.comeBackMs('ep')).toBe(50);
-    expect(lanes.enter('ep')).not.toBeNull();
+    expect(lanes.enter('ep', 128)).not.toBeNull();
   });
 });

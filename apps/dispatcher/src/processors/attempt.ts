@@ -15,7 +15,7 @@ export type DeliverDeps = {
   sender: Sender;
   gate: EndpointGate;
   inFlight: ReturnType<typeof createInFlight>;
-  /** Batch jobs of one endpoint running at once in this process. */
+  /** Messages of one endpoint that batch jobs hold at once in this process. */
   lanes: ReturnType<typeof createBatchLanes>;
   /** Reads and success writes shared with the jobs running at the same moment. */
   batching: DeliveryBatching;

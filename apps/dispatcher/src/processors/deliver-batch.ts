@@ -1,5 +1,5 @@
 import { loadDeliveries } from '@stampcard/core';
-import { deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
+import { DELIVERY_BATCH, deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
 import { type DeliverDeps, later, tracedAttempt, WINDOW_WAIT_MS } from './attempt';
 
@@ -7,17 +7,16 @@ import { type DeliverDeps, later, tracedAttempt, WINDOW_WAIT_MS } from './attemp
 const AFTER_ERROR_MS = 1000;
 
 /**
- * Batch jobs of one endpoint that run at once in a process (`createBatchLanes`): two keep its window full (64
- * messages each, against a window of `WEBHOOK_ENDPOINT_CONCURRENCY`, 32) while the first one's last answers come
- * back.
+ * Messages of one endpoint that batch jobs hold at once in a dispatcher process (`createBatchLanes`): two full
+ * batches keep its window full (`WEBHOOK_ENDPOINT_CONCURRENCY`, 32) while the first one's last answers come back.
  */
-export const BATCH_LANES = 2;
+export const BATCH_LANE_MESSAGES = 2 * DELIVERY_BATCH;
 
 /**
- * How long a message of a batch waits for a slot of its endpoint's window, when the endpoint is healthy (its
- * window whole), in ms: the batch's own deliveries free them as their answers come, and with the lanes
- * bounded the job slot held meanwhile is not taken from other endpoints. A slow endpoint's (its window
- * narrowed by timeouts) wait `WINDOW_WAIT_MS`, then step aside.
+ * How long a message of a batch of several waits for a slot of its endpoint's window, when the endpoint is
+ * healthy (its window whole), in ms: its batch's own deliveries free them as their answers come, and with the
+ * lanes bounded the job slot held meanwhile is not taken from other endpoints. A slow endpoint's messages (its
+ * window narrowed by timeouts), and a job of one message, wait `WINDOW_WAIT_MS`, then step aside.
  */
 const BATCH_WINDOW_WAIT_MS = 2000;
 
@@ -30,7 +29,7 @@ const BATCH_WINDOW_WAIT_MS = 2000;
  */
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ endpointId, messages }, job, token) => {
-    const leave = deps.lanes.enter(endpointId);
+    const leave = deps.lanes.enter(endpointId, messages.length);
     // Jittered, so that the jobs turned away together do not all come back together.
     if (!leave) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
     try {
@@ -44,7 +43,8 @@ export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-b
 type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][number];
 
 async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[]) {
-  const windowWaitMs = deps.inFlight.narrowed(endpointId) ? WINDOW_WAIT_MS : BATCH_WINDOW_WAIT_MS;
+  const windowWaitMs =
+    messages.length > 1 && !deps.inFlight.narrowed(endpointId) ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
   const deliveries = await loadDeliveries(deps.ctx, messages);
   const deferred: { messageId: string; generation: number; delayMs: number; traceparent?: string }[] = [];
   let delivered = 0;

@@ -164,6 +164,14 @@ export function createInFlight(max: number) {
   };
 }
 
+/** A batch job's room in its endpoint's lane: handed back a message at a time, as each one's attempt ends. */
+export type LaneRoom = {
+  /** One message of the job is done with (sent and recorded, stepped aside, or skipped). */
+  free(): void;
+  /** The job ends: whatever it still holds is handed back. */
+  close(): void;
+};
+
 /**
  * Messages of one endpoint that batch jobs hold at once in this process, at most `max` (a job alone may hold
  * more). A replay or a burst queues many batch jobs of one endpoint together: each would load its 64 messages,
@@ -173,38 +181,37 @@ export function createInFlight(max: number) {
  * leaves goes to other endpoints meanwhile. Jobs of one message (an ordered endpoint's next) count one each.
  */
 export function createBatchLanes(max: number, now: () => number = Date.now) {
-  /** Of each endpoint: the messages its running batch jobs hold, and when each of those jobs began. */
-  const running = new Map<string, { messages: number; began: number[] }>();
+  /** Of each endpoint: the messages its running batch jobs hold, and when one was last handed back. */
+  const lanes = new Map<string, { held: number; freedAt: number }>();
   return {
-    /**
-     * Takes room for a batch job of `messages` messages of the endpoint: answers what gives it back, or null
-     * when the endpoint's running jobs leave too little.
-     */
-    enter(id: string, messages: number): (() => void) | null {
-      const lane = running.get(id) ?? { messages: 0, began: [] };
-      if (lane.messages > 0 && lane.messages + messages > max) return null;
-      const began = now();
-      lane.messages += messages;
-      lane.began.push(began);
-      running.set(id, lane);
-      let left = false;
-      return () => {
-        if (left) return;
-        left = true;
-        lane.messages -= messages;
-        lane.began.splice(lane.began.indexOf(began), 1);
-        if (lane.began.length === 0) running.delete(id);
+    /** Room for a batch job of `messages` messages of the endpoint, or null when its running jobs leave too little. */
+    enter(id: string, messages: number): LaneRoom | null {
+      const lane = lanes.get(id) ?? { held: 0, freedAt: now() };
+      if (lane.held > 0 && lane.held + messages > max) return null;
+      lane.held += messages;
+      lanes.set(id, lane);
+      let holding = messages;
+      const giveBack = (n: number) => {
+        if (n <= 0) return;
+        holding -= n;
+        lane.held -= n;
+        lane.freedAt = now();
+        if (lane.held === 0) lanes.delete(id);
+      };
+      return {
+        free: () => giveBack(Math.min(1, holding)),
+        close: () => giveBack(holding),
       };
     },
     /**
-     * How long a batch job turned away should wait, in ms: as long as the endpoint's oldest running job has
-     * run, between 50 ms and 2 s. A fast endpoint's jobs turn over within tens of ms; a hanging one's waiting
-     * jobs come back every 2 s, not in a tight loop.
+     * How long a batch job turned away should wait, in ms: as long as the endpoint has gone without handing a
+     * message back, between 50 ms and 2 s. A healthy endpoint's messages end every few ms; a hanging one's
+     * waiting jobs come back every 2 s, not in a tight loop.
      */
     comeBackMs(id: string): number {
-      const oldest = running.get(id)?.began[0];
-      const busy = oldest === undefined ? 0 : now() - oldest;
-      return Math.min(2000, Math.max(50, busy));
+      const lane = lanes.get(id);
+      const still = lane ? now() - lane.freedAt : 0;
+      return Math.min(2000, Math.max(50, still));
     },
   };
 }

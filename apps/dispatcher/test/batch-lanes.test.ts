@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { uniqueEmail } from '../../../test/support/factories';
-import { useReceivers } from '../../../test/support/receiver';
+import { type Received, useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import {
   goalWorld,
@@ -14,18 +14,30 @@ import {
 const stack = useTestStack({ dispatcher: true, endpointConcurrency: 4 });
 const receiver = useReceivers();
 
-describe("an endpoint's batch jobs", () => {
-  it('deliver a backlog of one endpoint in their batches, within its window, instead of putting most of it back message by message', async () => {
-    let open = 0;
-    let widest = 0;
-    const rx = await receiver(() => {
+/**
+ * A receiver's answer that takes `delayMs`, counting the requests open at once (those `counts` picks): `widest`
+ * is the most there were.
+ */
+function openAtOnce(delayMs: number, counts: (r: Received) => boolean = () => true) {
+  let open = 0;
+  const seen = { widest: 0 };
+  const answer = (r: Received) => {
+    if (counts(r)) {
       open += 1;
-      widest = Math.max(widest, open);
+      seen.widest = Math.max(seen.widest, open);
       setTimeout(() => {
         open -= 1;
-      }, 20);
-      return { delayMs: 20 };
-    });
+      }, delayMs);
+    }
+    return { delayMs };
+  };
+  return { answer, seen };
+}
+
+describe("an endpoint's batch jobs", () => {
+  it('deliver a backlog of one endpoint in their batches, within its window, instead of putting most of it back message by message', async () => {
+    const { answer, seen } = openAtOnce(20);
+    const rx = await receiver(answer);
     // 256 messages waiting for their endpoint: enabling it queues them as four batch jobs of 64, together, for
     // a window of 4 connections.
     const n = 256;
@@ -41,7 +53,7 @@ describe("an endpoint's batch jobs", () => {
       (counts) => counts['SUCCEEDED@1'] === n,
     );
     expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
-    expect(widest).toBeLessThanOrEqual(4);
+    expect(seen.widest).toBeLessThanOrEqual(4);
     // Every message went in its batch: none waited its turn as a job of its own (at 50 ms of waiting for a
     // slot each, all but a few of each batch did before).
     const queue = stack.deps.queues.forJob('webhook-message.deliver');
@@ -53,17 +65,8 @@ describe("an endpoint's batch jobs", () => {
   it("counts an ordered endpoint's next messages one each: released one by one, many still go at once", async () => {
     // Each participant's messages go one at a time, each made due by the end of the one before, in a job of its
     // own. Bounding jobs rather than messages let two of them through at once.
-    let open = 0;
-    let widest = 0;
-    const rx = await receiver((r) => {
-      if (Number(r.headers['webhook-sequence']) < 2) return { delayMs: 150 };
-      open += 1;
-      widest = Math.max(widest, open);
-      setTimeout(() => {
-        open -= 1;
-      }, 150);
-      return { delayMs: 150 };
-    });
+    const { answer, seen } = openAtOnce(150, (r) => Number(r.headers['webhook-sequence']) >= 2);
+    const rx = await receiver(answer);
     const w = await goalWorld(stack);
     await registerEndpoint(stack, w.campaign.id, { url: rx.url, ordering: 'PARTICIPANT' });
     // One action each: NEW_PARTICIPANT_ADDED, LOYALTY_ACTION_APPLIED and PARTICIPANT_REACHED_A_GOAL, in turn.
@@ -71,7 +74,7 @@ describe("an endpoint's batch jobs", () => {
     await Promise.all(Array.from({ length: participants }, () => w.act(uniqueEmail())));
     await rx.waitFor(participants * 3, 30_000);
     // The window is 4 (`endpointConcurrency`): it was filled with messages released one by one.
-    expect(widest).toBeGreaterThan(2);
-    expect(widest).toBeLessThanOrEqual(4);
+    expect(seen.widest).toBeGreaterThan(2);
+    expect(seen.widest).toBeLessThanOrEqual(4);
   });
 });

@@ -1,6 +1,7 @@
 import { loadDeliveries } from '@stampcard/core';
 import { DELIVERY_BATCH, deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
+import type { LaneRoom } from '../throttle';
 import { type DeliverDeps, later, tracedAttempt, WINDOW_WAIT_MS } from './attempt';
 
 /** A message whose attempt threw (a store failing) is tried again as its own job after this long, in ms. */
@@ -29,20 +30,20 @@ const BATCH_WINDOW_WAIT_MS = 2000;
  */
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ endpointId, messages }, job, token) => {
-    const leave = deps.lanes.enter(endpointId, messages.length);
+    const room = deps.lanes.enter(endpointId, messages.length);
     // Jittered, so that the jobs turned away together do not all come back together.
-    if (!leave) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
+    if (!room) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
     try {
-      return await deliverBatch(deps, endpointId, messages);
+      return await deliverBatch(deps, endpointId, messages, room);
     } finally {
-      leave();
+      room.close();
     }
   };
 }
 
 type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][number];
 
-async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[]) {
+async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[], room: LaneRoom) {
   const windowWaitMs =
     messages.length > 1 && !deps.inFlight.narrowed(endpointId) ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
   const deliveries = await loadDeliveries(deps.ctx, messages);
@@ -51,13 +52,13 @@ async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: Bat
   let deadLettered = 0;
   await Promise.all(
     deliveries.map(async (delivery, i) => {
-      if ('skip' in delivery) return;
-      const step = await tracedAttempt(deps, delivery, messages[i]!.traceparent, windowWaitMs).catch(
-        (err: unknown) => {
+      if ('skip' in delivery) return room.free();
+      const step = await tracedAttempt(deps, delivery, messages[i]!.traceparent, windowWaitMs)
+        .catch((err: unknown) => {
           deps.logger.warn({ err, messageId: delivery.message.id }, 'delivery attempt failed; retried alone');
           return { later: AFTER_ERROR_MS };
-        },
-      );
+        })
+        .finally(room.free);
       if ('later' in step) deferred.push({ ...messages[i]!, delayMs: step.later });
       else if (step.done === 'FAILED') deadLettered += 1;
       else if (step.done === 'SUCCEEDED') delivered += 1;

@@ -90,6 +90,12 @@ export type StackOptions = {
    */
   overdueEvery?: number;
   /**
+   * Told when a worker's or dispatcher's queue consumer stays stuck after being replaced (see `watchConsumers`):
+   * `npm start`'s roles exit, for their supervisor to start a clean process.
+   * @defaultValue none: the consumer is replaced again, with a warning
+   */
+  onConsumerStuck?: (queue: string) => void;
+  /**
    * API dependencies to replace, for settings that are no environment variable (a test's shorter `maxWaitMs`).
    * @defaultValue none
    */
@@ -286,6 +292,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       retention: retentionPolicy(config),
       relay: opts.relay ?? true,
       metrics: workerMetrics,
+      onConsumerStuck: opts.onConsumerStuck,
     });
     return worker;
   };
@@ -312,6 +319,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
       overdueEvery: opts.overdueEvery,
       sweep: opts.sweep ?? true,
       metrics: dispatcherMetrics,
+      onConsumerStuck: opts.onConsumerStuck,
     });
     return dispatcher;
   };

@@ -138,6 +138,14 @@ async function runRole(role: Exclude<Role, 'all'>, config: Config, logger: Logge
       dispatcher: role === 'dispatcher',
       // The API serves /metrics on its own port; a worker or dispatcher on METRICS_PORT (0: none).
       metricsPort: role !== 'api' && config.METRICS_PORT > 0 ? config.METRICS_PORT : undefined,
+      // A consumer replaced twice without taking a job: the process's Redis connection is what is stuck.
+      onConsumerStuck: (queue) => {
+        logger.fatal(
+          { queue },
+          'a queue consumer stays stuck after being replaced: exiting, for the supervisor to restart this process',
+        );
+        process.exit(1);
+      },
     });
   } catch (err) {
     const code = (err as { code?: string }).code;

@@ -123,6 +123,12 @@ export type DispatcherOptions = {
    */
   consumerStuckMs?: number;
   /**
+   * Told when a queue consumer stays stuck after being replaced (see `watchConsumers`): `npm start`'s roles exit,
+   * for their supervisor to start a clean process.
+   * @defaultValue none: the consumer is replaced again, with a warning
+   */
+  onConsumerStuck?: (queue: string) => void;
+  /**
    * What the dispatcher counts of its attempts, into its process's metrics.
    * @defaultValue none
    */
@@ -235,6 +241,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     queues: opts.queues,
     logger: opts.logger,
     stuckMs: opts.consumerStuckMs,
+    onStuck: opts.onConsumerStuck,
   });
   watch.start();
   const sweeper = createSweeper({

@@ -106,6 +106,12 @@ export type WorkerOptions = {
    */
   consumerStuckMs?: number;
   /**
+   * Told when a queue consumer stays stuck after being replaced (see `watchConsumers`): `npm start`'s roles exit,
+   * for their supervisor to start a clean process.
+   * @defaultValue none: the consumer is replaced again, with a warning
+   */
+  onConsumerStuck?: (queue: string) => void;
+  /**
    * What the worker counts of the actions it applies, into its process's metrics.
    * @defaultValue none
    */
@@ -204,6 +210,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
     queues: opts.queues,
     logger: opts.logger,
     stuckMs: opts.consumerStuckMs,
+    onStuck: opts.onConsumerStuck,
   });
   watch.start();
   const relay = createRelay({

@@ -113,6 +113,8 @@ export type ConsumerSlot = {
   readonly holding: number;
   /** When it last started a job, or when its worker was made (ms since the epoch). */
   readonly lastTakenAt: number;
+  /** Times its worker was replaced since it last started a job. */
+  readonly replacements: number;
   /**
    * A new BullMQ worker for this queue, at once; the old one is closed in the background, at most
    * `closeTimeoutMs` waited for (see `closeConsumers`). Answers the new worker.
@@ -159,10 +161,12 @@ function consumerSlot<C extends Consumer>(
 ): ConsumerSlot {
   let holding = 0;
   let lastTakenAt = Date.now();
+  let replacements = 0;
   // Counted here rather than from BullMQ's events: a job moved to delayed ends without one.
   const processor = async (job: Job, token?: string) => {
     holding += 1;
     lastTakenAt = Date.now();
+    replacements = 0;
     try {
       return await dispatch(job, token);
     } finally {
@@ -195,9 +199,13 @@ function consumerSlot<C extends Consumer>(
     get lastTakenAt() {
       return lastTakenAt;
     },
+    get replacements() {
+      return replacements;
+    },
     replace(closeTimeoutMs) {
       const old = worker;
       worker = make();
+      replacements += 1;
       void closeConsumers([old], closeTimeoutMs);
       return worker;
     },

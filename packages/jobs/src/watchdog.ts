@@ -20,6 +20,13 @@ export type ConsumerWatchOptions = {
    */
   intervalMs?: number;
   /**
+   * Told when a consumer is replaced a second time without having taken a job in between: the new one is as
+   * stuck as the old, so what is wedged is the process's Redis connection, not the consumer's own. A process
+   * run under a supervisor exits here, for a clean one to start.
+   * @defaultValue none: the consumer is replaced again at each look, with a warning
+   */
+  onStuck?: (queue: string) => void;
+  /**
    * How long a replaced consumer's close is waited for, in the background, in ms.
    * @defaultValue 10_000
    */
@@ -56,9 +63,10 @@ export function watchConsumers(consumers: Consumers, opts: ConsumerWatchOptions)
     heads.delete(slot);
     slot.replace(opts.closeTimeoutMs ?? 10_000);
     opts.logger.warn(
-      { queue: slot.queue, idleMs },
+      { queue: slot.queue, idleMs, replacements: slot.replacements },
       'queue consumer took no job while jobs waited: replaced by a new one',
     );
+    if (slot.replacements >= 2) opts.onStuck?.(slot.queue);
     return true;
   }
 

@@ -1,7 +1,14 @@
 import { createLogger } from '@stampcard/config';
 import { afterAll, describe, expect, it } from 'vitest';
 import { usePrefix } from '../../../test/support/use';
-import { type Consumers, connectQueues, enqueue, startConsumers, watchConsumers } from '../src/index';
+import {
+  type ConsumerSlot,
+  type Consumers,
+  connectQueues,
+  enqueue,
+  startConsumers,
+  watchConsumers,
+} from '../src/index';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -15,6 +22,7 @@ async function until(check: () => boolean, ms = 5000) {
 
 describe('the consumer watch', () => {
   const prefix = usePrefix('stampcard_test_watch');
+  const stuckPrefix = usePrefix('stampcard_test_watch_stuck');
   const logger = createLogger({ level: 'silent', name: 'watch-test' });
   const queuesReady = connectQueues(REDIS_URL, prefix, () => {});
   const stuckMs = 300;
@@ -103,5 +111,58 @@ describe('the consumer watch', () => {
     expect(consumers.isRunning()).toBe(true);
     // Fresh: it is not replaced again before `stuckMs` of its own.
     expect(await watch.runOnce()).toEqual([]);
+  });
+
+  it('tells when a consumer it replaced is replaced again without taking a job: the connection, not the consumer, is stuck', async () => {
+    // A consumer that never takes a job however often it is made again, on a real queue with a job waiting.
+    const queues = await connectQueues(REDIS_URL, stuckPrefix, () => {});
+    try {
+      const queue = queues.producer.queues.forJob('participant-import.run');
+      let replacements = 0;
+      let lastTakenAt = Date.now();
+      const slot: ConsumerSlot = {
+        queue: queue.name,
+        worker: {} as ConsumerSlot['worker'],
+        holding: 0,
+        get lastTakenAt() {
+          return lastTakenAt;
+        },
+        get replacements() {
+          return replacements;
+        },
+        replace: () => {
+          replacements += 1;
+          lastTakenAt = Date.now();
+          return slot.worker;
+        },
+      };
+      const wedged: Consumers = {
+        slots: [slot],
+        workers: () => [],
+        isRunning: () => true,
+        close: async () => [],
+      };
+      const stuck: string[] = [];
+      const watch = watchConsumers(wedged, {
+        queues: queues.producer.queues,
+        logger,
+        stuckMs,
+        onStuck: (q) => stuck.push(q),
+      });
+      await enqueue(queues.producer.queues, 'participant-import.run', [
+        { payload: { importId: 'imp_waiting', batch: 0 }, jobId: 'imp_waiting' },
+      ]);
+      await sleep(stuckMs + 50);
+      expect(await watch.runOnce()).toEqual([]);
+      expect(await watch.runOnce()).toEqual([queue.name]);
+      // Replaced once: that may be the consumer's own connection.
+      expect(stuck).toEqual([]);
+      await sleep(stuckMs + 50);
+      expect(await watch.runOnce()).toEqual([]);
+      expect(await watch.runOnce()).toEqual([queue.name]);
+      expect(stuck).toEqual([queue.name]);
+    } finally {
+      await queues.close();
+    }
   });
 });

@@ -2,6 +2,7 @@ import type { Env, Logger } from '@stampcard/config';
 import type { Ctx } from '@stampcard/core';
 import {
   type Consumers,
+  type ConsumerWatchSettings,
   enqueueCommitted,
   type Processors,
   type Queues,
@@ -22,7 +23,7 @@ import { createBatchLanes, createEndpointGate, createInFlight } from './throttle
 export { createSender, MAX_ANSWER_BYTES } from './http';
 export { createEndpointGate } from './throttle';
 
-export type DispatcherOptions = {
+export type DispatcherOptions = ConsumerWatchSettings & {
   /**
    * What the dispatcher's writes run with. Its `afterCommit` fans out at once the events its attempts record
    * (an endpoint disabled, a reward fulfilled).
@@ -116,18 +117,6 @@ export type DispatcherOptions = {
    * @defaultValue `WORKER_LOCK_MS`'s: 10000
    */
   lockMs: number;
-  /**
-   * A queue consumer that has taken no job for this long while one waits for it is replaced (see
-   * `watchConsumers`), in ms.
-   * @defaultValue 15000
-   */
-  consumerStuckMs?: number;
-  /**
-   * Told when a queue consumer stays stuck after being replaced (see `watchConsumers`): `npm start`'s roles exit,
-   * for their supervisor to start a clean process.
-   * @defaultValue none: the consumer is replaced again, with a warning
-   */
-  onConsumerStuck?: (queue: string) => void;
   /**
    * What the dispatcher counts of its attempts, into its process's metrics.
    * @defaultValue none
@@ -237,12 +226,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
     onError: (err) => opts.logger.error({ err }, 'dispatcher error'),
   });
-  const watch = watchConsumers(consumers, {
-    queues: opts.queues,
-    logger: opts.logger,
-    stuckMs: opts.consumerStuckMs,
-    onStuck: opts.onConsumerStuck,
-  });
+  const watch = watchConsumers(consumers, opts);
   watch.start();
   const sweeper = createSweeper({
     ctx: opts.ctx,

@@ -4,6 +4,7 @@ import { DEFAULT_RETENTION, type RetentionPolicy } from '@stampcard/db';
 import {
   appliedChannel,
   type Consumers,
+  type ConsumerWatchSettings,
   enqueueCommitted,
   type Processors,
   type Queues,
@@ -29,7 +30,7 @@ export { runErasure } from './processors/run-erasure';
 export { runImport } from './processors/run-import';
 export { createRelay } from './relay';
 
-export type WorkerOptions = {
+export type WorkerOptions = ConsumerWatchSettings & {
   /**
    * What the worker's writes run with. Its `afterCommit` hands the events of each committed batch to the
    * dispatcher.
@@ -99,18 +100,6 @@ export type WorkerOptions = {
    * @defaultValue 10000
    */
   lockMs?: number;
-  /**
-   * A queue consumer that has taken no job for this long while one waits for it is replaced (see
-   * `watchConsumers`), in ms. Looks run every third of it, at most every 5 s.
-   * @defaultValue 15000
-   */
-  consumerStuckMs?: number;
-  /**
-   * Told when a queue consumer stays stuck after being replaced (see `watchConsumers`): `npm start`'s roles exit,
-   * for their supervisor to start a clean process.
-   * @defaultValue none: the consumer is replaced again, with a warning
-   */
-  onConsumerStuck?: (queue: string) => void;
   /**
    * What the worker counts of the actions it applies, into its process's metrics.
    * @defaultValue none
@@ -206,12 +195,7 @@ export function startWorker(options: WorkerOptions): StampcardWorker {
       opts.logger.error({ err, jobId: job?.id, job: job?.name, attempts: job?.attemptsMade }, 'job failed'),
     onError: (err) => opts.logger.error({ err }, 'worker error'),
   });
-  const watch = watchConsumers(consumers, {
-    queues: opts.queues,
-    logger: opts.logger,
-    stuckMs: opts.consumerStuckMs,
-    onStuck: opts.onConsumerStuck,
-  });
+  const watch = watchConsumers(consumers, opts);
   watch.start();
   const relay = createRelay({
     ctx: opts.ctx,

@@ -3,29 +3,33 @@ import type { ConsumerSlot, Consumers } from './consumers';
 import { periodic } from './periodic';
 import type { Queues } from './queues';
 
-export type ConsumerWatchOptions = {
-  /** The queues the consumers take from. */
-  queues: Queues;
-  /** Where each replacement (a warning) and each failed look (an error) is logged. */
-  logger: Logger;
+/** What a worker or dispatcher process sets of its consumer watch (`WorkerOptions`, `DispatcherOptions`). */
+export type ConsumerWatchSettings = {
   /**
    * A consumer that holds no job and has started none for this long, while the same job waits at the head of
    * its queue from one look to the next, is wedged and replaced. In ms.
    * @defaultValue 15_000
    */
-  stuckMs?: number;
-  /**
-   * Pause between looks, in ms; a look not answered within it is given up.
-   * @defaultValue a third of `stuckMs`, at most 5_000
-   */
-  intervalMs?: number;
+  consumerStuckMs?: number;
   /**
    * Told when a consumer is replaced a second time without having taken a job in between: the new one is as
-   * stuck as the old, so what is wedged is the process's Redis connection, not the consumer's own. A process
-   * run under a supervisor exits here, for a clean one to start.
+   * stuck as the old, so what is wedged is the process's Redis connection, not the consumer's own. `npm
+   * start`'s roles exit here, for their supervisor to start a clean process.
    * @defaultValue none: the consumer is replaced again at each look, with a warning
    */
-  onStuck?: (queue: string) => void;
+  onConsumerStuck?: (queue: string) => void;
+};
+
+export type ConsumerWatchOptions = ConsumerWatchSettings & {
+  /** The queues the consumers take from. */
+  queues: Queues;
+  /** Where each replacement (a warning) and each failed look (an error) is logged. */
+  logger: Logger;
+  /**
+   * Pause between looks, in ms; a look not answered within it is given up.
+   * @defaultValue a third of `consumerStuckMs`, at most 5_000
+   */
+  watchIntervalMs?: number;
   /**
    * How long a replaced consumer's close is waited for, in the background, in ms.
    * @defaultValue 10_000
@@ -44,8 +48,8 @@ export type ConsumerWatchOptions = {
  * still at the head at the next look and the queue is not paused. `runOnce()` answers the queues replaced.
  */
 export function watchConsumers(consumers: Consumers, opts: ConsumerWatchOptions) {
-  const stuckMs = opts.stuckMs ?? 15_000;
-  const intervalMs = opts.intervalMs ?? Math.min(5000, Math.ceil(stuckMs / 3));
+  const stuckMs = opts.consumerStuckMs ?? 15_000;
+  const intervalMs = opts.watchIntervalMs ?? Math.min(5000, Math.ceil(stuckMs / 3));
   const byName = new Map(opts.queues.all.map((q) => [q.name, q]));
   const heads = new Map<ConsumerSlot, string>();
 
@@ -66,7 +70,7 @@ export function watchConsumers(consumers: Consumers, opts: ConsumerWatchOptions)
       { queue: slot.queue, idleMs, replacements: slot.replacements },
       'queue consumer took no job while jobs waited: replaced by a new one',
     );
-    if (slot.replacements >= 2) opts.onStuck?.(slot.queue);
+    if (slot.replacements >= 2) opts.onConsumerStuck?.(slot.queue);
     return true;
   }
 

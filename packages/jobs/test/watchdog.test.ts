@@ -55,7 +55,11 @@ describe('the consumer watch', () => {
       onError: () => {},
     });
     // Looks are run by hand (`runOnce`): the timer is never started.
-    const watch = watchConsumers(consumers, { queues: queues.producer.queues, logger, stuckMs });
+    const watch = watchConsumers(consumers, {
+      queues: queues.producer.queues,
+      logger,
+      consumerStuckMs: stuckMs,
+    });
     return { queues, consumers, watch };
   };
   const slotOf = (c: Consumers) => c.slots.find((s) => s.queue === 'loyalty-actions')!;
@@ -146,8 +150,8 @@ describe('the consumer watch', () => {
       const watch = watchConsumers(wedged, {
         queues: queues.producer.queues,
         logger,
-        stuckMs,
-        onStuck: (q) => stuck.push(q),
+        consumerStuckMs: stuckMs,
+        onConsumerStuck: (q) => stuck.push(q),
       });
       await enqueue(queues.producer.queues, 'participant-import.run', [
         { payload: { importId: 'imp_waiting', batch: 0 }, jobId: 'imp_waiting' },

@@ -40,4 +40,5 @@ export * from './services/participants/index';
 export * from './services/retention/index';
 export * from './services/reviews/waiting';
 export * from './services/webhooks/index';
+export * from './timeout';
 export * from './views';

@@ -1,4 +1,5 @@
 import type { Logger } from '@stampcard/config';
+import { withTimeout } from '@stampcard/core';
 import type { ConsumerSlot, Consumers } from './consumers';
 import { periodic } from './periodic';
 import type { Queues } from './queues';
@@ -84,16 +85,7 @@ export function watchConsumers(consumers: Consumers, opts: ConsumerWatchOptions)
   }
   return periodic(
     // A Redis that stops answering must not hold the watch: a look is given up after a pause's length.
-    () => {
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`consumer watch: no answer within ${intervalMs} ms`)),
-          intervalMs,
-        );
-      });
-      return Promise.race([lookAll(), late]).finally(() => clearTimeout(timer));
-    },
+    () => withTimeout(lookAll(), intervalMs, `consumer watch: no answer within ${intervalMs} ms`),
     intervalMs,
     // The next look tries again.
     (err) => opts.logger.error({ err }, 'consumer watch failed'),

@@ -1,5 +1,6 @@
 import { createLogger } from '@stampcard/config';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freezableProxy } from '../../../test/support/freezable-proxy';
 import { usePrefix } from '../../../test/support/use';
 import {
   type ConsumerSlot,
@@ -18,6 +19,38 @@ async function until(check: () => boolean, ms = 5000) {
   const deadline = Date.now() + ms;
   while (!check() && Date.now() < deadline) await sleep(20);
   return check();
+}
+
+/**
+ * A consumer that never takes a job, however often it is made again (as a wedged one), of the queue `name`: it
+ * has been idle since long before the test.
+ */
+function neverTaking(name: string) {
+  let replacements = 0;
+  let lastTakenAt = 0;
+  const slot: ConsumerSlot = {
+    queue: name,
+    worker: {} as ConsumerSlot['worker'],
+    holding: 0,
+    get lastTakenAt() {
+      return lastTakenAt;
+    },
+    get replacements() {
+      return replacements;
+    },
+    replace: () => {
+      replacements += 1;
+      lastTakenAt = Date.now();
+      return slot.worker;
+    },
+  };
+  const consumers: Consumers = {
+    slots: [slot],
+    workers: () => [],
+    isRunning: () => true,
+    close: async () => [],
+  };
+  return { slot, consumers };
 }
 
 describe('the consumer watch', () => {
@@ -122,30 +155,7 @@ describe('the consumer watch', () => {
     const queues = await connectQueues(REDIS_URL, stuckPrefix, () => {});
     try {
       const queue = queues.producer.queues.forJob('participant-import.run');
-      let replacements = 0;
-      let lastTakenAt = Date.now();
-      const slot: ConsumerSlot = {
-        queue: queue.name,
-        worker: {} as ConsumerSlot['worker'],
-        holding: 0,
-        get lastTakenAt() {
-          return lastTakenAt;
-        },
-        get replacements() {
-          return replacements;
-        },
-        replace: () => {
-          replacements += 1;
-          lastTakenAt = Date.now();
-          return slot.worker;
-        },
-      };
-      const wedged: Consumers = {
-        slots: [slot],
-        workers: () => [],
-        isRunning: () => true,
-        close: async () => [],
-      };
+      const { consumers: wedged } = neverTaking(queue.name);
       const stuck: string[] = [];
       const watch = watchConsumers(wedged, {
         queues: queues.producer.queues,
@@ -167,6 +177,29 @@ describe('the consumer watch', () => {
       expect(stuck).toEqual([queue.name]);
     } finally {
       await queues.close();
+    }
+  });
+
+  it('gives up a look that Redis does not answer within its interval, and looks again once it does', async () => {
+    const proxy = await freezableProxy(Number(new URL(REDIS_URL).port || 6379), new URL(REDIS_URL).hostname);
+    const queues = await connectQueues(`redis://127.0.0.1:${proxy.port}`, stuckPrefix, () => {});
+    try {
+      const queue = queues.consumer.queues.forJob('participant-erasure.run');
+      const watch = watchConsumers(neverTaking(queue.name).consumers, {
+        queues: queues.consumer.queues,
+        logger,
+        consumerStuckMs: stuckMs,
+        watchIntervalMs: 300,
+      });
+      proxy.freeze();
+      // Given up by the watch's own bound: the connection's commands would wait while it reconnects.
+      await expect(watch.runOnce()).rejects.toThrow('consumer watch: no answer within 300 ms');
+      proxy.thaw();
+      expect(await watch.runOnce()).toEqual([]);
+    } finally {
+      proxy.thaw();
+      await queues.close();
+      await proxy.close();
     }
   });
 });

@@ -1,3 +1,4 @@
+import { withTimeout } from '@stampcard/core';
 import type { Database } from '@stampcard/db';
 import type { RedisClient } from '@stampcard/jobs';
 import { sql } from 'drizzle-orm';
@@ -17,18 +18,6 @@ export type ReadinessOptions = {
    */
   timeoutMs?: number;
 };
-
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), ms))),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * The store checks of `/ready`, which anyone may call without a key and as often as they like: at most one

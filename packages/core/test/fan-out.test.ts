@@ -1,5 +1,5 @@
 import { type Ctx, fanOutEvents, type NewEvent, recordEvents, systemClock } from '@stampcard/core';
-import { events, webhookMessages } from '@stampcard/db';
+import { events, WAITING_AT, webhookMessages } from '@stampcard/db';
 import { and, asc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
@@ -155,6 +155,105 @@ describe("fan-out's event filter, in PostgreSQL", () => {
         [early, 1],
         [late, 2],
       ]);
+    });
+
+    describe('a PARTICIPANT-ordered endpoint whose pending message another transaction holds', () => {
+      /**
+       * An ordered endpoint with one PENDING message of `prt_o` (its first event's), a later event of `prt_o`
+       * and one of `prt_p`, and a transaction that holds that message's row (as a dispatcher's claim or the
+       * write of its end does) until `release` is called, having run `hold` on it.
+       */
+      async function held(hold: 'claim' | 'end') {
+        const { ctx, w, event, numbers } = await world();
+        const ordered = await makeEndpoint(
+          ctx,
+          { accountId: w.account.id, campaignId: w.campaign.id },
+          { eventTypes: [], ordering: 'PARTICIPANT' },
+        );
+        const [first] = await recordEvents(ctx, [event('prt_o')]);
+        await fanOutEvents(ctx, [first!]);
+        const [head] = await ctx.db
+          .select({ id: webhookMessages.id })
+          .from(webhookMessages)
+          .where(and(eq(webhookMessages.eventId, first!), eq(webhookMessages.endpointId, ordered)));
+        const [late, other] = await recordEvents(ctx, [event('prt_o'), event('prt_p')]);
+        let release!: () => void;
+        const released = new Promise<void>((r) => {
+          release = r;
+        });
+        let holding!: () => void;
+        const isHeld = new Promise<void>((r) => {
+          holding = r;
+        });
+        const holder = testDb.db.transaction(async (tx) => {
+          await tx.execute(
+            hold === 'claim'
+              ? sql`update webhook_messages set claimed_until = now() + interval '1 minute' where id = ${head!.id}`
+              : sql`update webhook_messages set status = 'SUCCEEDED' where id = ${head!.id}`,
+          );
+          holding();
+          await released;
+        });
+        await isHeld;
+        return { ctx, ordered, numbers, first: first!, late: late!, other: other!, release, holder };
+      }
+
+      const waiting = (ctx: Ctx, eventId: string, endpointId: string) =>
+        ctx.db
+          .select({ next: webhookMessages.nextAttemptAt })
+          .from(webhookMessages)
+          .where(and(eq(webhookMessages.eventId, eventId), eq(webhookMessages.endpointId, endpointId)))
+          .then(([m]) => m!.next.getTime() === WAITING_AT.getTime());
+
+      /** A fan-out while the row is held: it answers without waiting for the holder (which a fix would need). */
+      const atOnce = async (ctx: Ctx, eventIds: string[]) => {
+        const out = await Promise.race([
+          fanOutEvents(ctx, eventIds),
+          new Promise<'waited'>((r) => setTimeout(() => r('waited'), 2000)),
+        ]);
+        if (out === 'waited') throw new Error('the fan-out waited for the row another transaction holds');
+        return out;
+      };
+
+      it('defers its participant’s events at once instead of waiting for the row, then numbers them after it', async () => {
+        const h = await held('claim');
+        try {
+          // Waiting for the row here (while holding others) is what deadlocked with the dispatcher's claims.
+          const out = await atOnce(h.ctx, [h.late, h.other]);
+          expect(out.deferred).toEqual([h.late]);
+          expect(out.events).toBe(1);
+          expect(await h.numbers(h.ordered, 'prt_o')).toEqual([[h.first, 1]]);
+          expect(await h.numbers(h.ordered, 'prt_p')).toEqual([[h.other, 1]]);
+        } finally {
+          h.release();
+          await h.holder;
+        }
+        // The claim committed and the message is still PENDING: the later one waits behind it.
+        const again = await fanOutEvents(h.ctx, [h.late]);
+        expect(again.deferred).toEqual([]);
+        expect(await h.numbers(h.ordered, 'prt_o')).toEqual([
+          [h.first, 1],
+          [h.late, 2],
+        ]);
+        expect(await waiting(h.ctx, h.late, h.ordered)).toBe(true);
+        expect(again.scheduled.filter((m) => m.endpointId === h.ordered)).toEqual([]);
+      });
+
+      it('an event deferred while the message ended goes out due, not waiting for it', async () => {
+        const h = await held('end');
+        let out: Awaited<ReturnType<typeof fanOutEvents>>;
+        try {
+          out = await atOnce(h.ctx, [h.late]);
+        } finally {
+          h.release();
+          await h.holder;
+        }
+        expect(out.deferred).toEqual([h.late]);
+        const again = await fanOutEvents(h.ctx, [h.late]);
+        expect(again.events).toBe(1);
+        expect(await waiting(h.ctx, h.late, h.ordered)).toBe(false);
+        expect(again.scheduled.map((m) => [m.eventId, m.endpointId])).toContainEqual([h.late, h.ordered]);
+      });
     });
 
     it('fan-outs racing over one participant’s events still number them in event order, with no gap', async () => {

@@ -12,7 +12,8 @@ const DEFER_ROUNDS = 40;
  * messages, so a job run again makes none twice. Run again after its process died (BullMQ took the stalled
  * job back), it also queues the messages of its events that were never attempted: the first run may have
  * committed them and died before queuing them, and they would otherwise wait for the sweep's overdue check.
- * Events held back behind an earlier event of their participant (`deferred`) are tried again shortly.
+ * Events held back behind an earlier event of their participant, or behind an ordered endpoint's message of
+ * their participant that a claim or an end being written holds (`deferred`), are tried again shortly.
  */
 export function fanOut(ctx: Ctx, queues: Queues): Processor<'webhook-events.fan-out'> {
   return async ({ eventIds, traceparents }, job) => {
@@ -32,7 +33,8 @@ export function fanOut(ctx: Ctx, queues: Queues): Processor<'webhook-events.fan-
         );
       await schedule(scheduled);
       // Events behind an earlier event of their participant that another fan-out holds (or that is still on its
-      // way): tried again shortly, a bounded number of times; what is left then is the sweep's.
+      // way), or whose participant's ordered message is held by a claim or an end being written: tried again
+      // shortly, a bounded number of times; what is left then is the sweep's.
       for (let round = 0; deferred.length > 0 && round < DEFER_ROUNDS; round++) {
         await new Promise((r) => setTimeout(r, DEFER_WAIT_MS));
         const again = await fanOutEvents(ctx, deferred);

@@ -24,7 +24,9 @@ export const FAN_OUT_BATCH = 500;
  *
  * For a PARTICIPANT-ordered endpoint, a message behind an earlier one of its participant still to send (made
  * before, or earlier in this statement) waits (`WAITING_AT`) and is not scheduled: the end of that one makes it
- * due (`releaseNextOrdered`).
+ * due (`releaseNextOrdered`). The statement holds such an earlier message (its row locked) until it commits, so
+ * that its end sees the new one; it never waits for one that others hold (a claim, an end being written): an
+ * event whose participant's every PENDING message is held elsewhere is answered in `deferred` instead.
  *
  * An endpoint that is disabled gets its messages all the same: they wait for it to be enabled again (a deleted
  * one, whose messages are being deleted in batches, gets none). The
@@ -36,7 +38,10 @@ export async function fanOutEvents(
 ): Promise<{
   events: number;
   scheduled: (Scheduled & { eventId: string })[];
-  /** Events it held but left, waiting for an earlier event of their participant: to fan out again soon. */
+  /**
+   * Events it held but left, waiting for an earlier event of their participant, or for an ordered endpoint's
+   * PENDING message of their participant that others hold right now: to fan out again soon.
+   */
   deferred: string[];
 }> {
   const now = ctx.clock.now().toISOString();
@@ -74,9 +79,35 @@ export async function fanOutEvents(
       select participant_id, min(seq) as from_seq from previous
       where previous_seq is not null and previous_seq not in (select seq from locked)
       group by participant_id
-    ), picked as (
+    ), ready as (
       select l.* from locked l left join blocked b on b.participant_id = l.participant_id
       where b.from_seq is null or l.seq < b.from_seq
+    ), pending as materialized (
+      -- Each PARTICIPANT-ordered endpoint's pair with a message still PENDING as this statement began, and
+      -- whether this statement now holds one that is still PENDING (locked, so that its end waits for this
+      -- commit and sees the messages made here). One that others hold (a claim, an ending being written) is
+      -- skipped, not waited for: a statement that waits for a row while holding others can deadlock with the
+      -- dispatcher's claims and successes, which lock theirs in another order. A pair whose every PENDING message
+      -- is held elsewhere is not known to wait: its participant's events are deferred and tried again shortly.
+      select o.endpoint_id, o.participant_id, exists (
+          select 1 from ${webhookMessages} w
+          where w.endpoint_id = o.endpoint_id and w.participant_id = o.participant_id and w.status = 'PENDING'
+            and w.ordered
+          for update skip locked) as held
+      from (
+        select distinct ep.id as endpoint_id, r.participant_id
+        from ready r join ${webhookEndpoints} ep on ep.campaign_id = r.campaign_id and ep.deleted_at is null
+        where r.participant_id is not null and ep.ordering = 'PARTICIPANT'
+          and (cardinality(ep.event_types) = 0 or r.type = any(ep.event_types))
+      ) o
+      where exists (
+        select 1 from ${webhookMessages} w
+        where w.endpoint_id = o.endpoint_id and w.participant_id = o.participant_id and w.status = 'PENDING'
+          and w.ordered)
+    ), picked as (
+      select r.* from ready r
+      where r.participant_id is null
+        or r.participant_id not in (select participant_id from pending where not held)
     ), targets as (
       select p.id as event_id, p.seq, p.campaign_id, p.type, p.created_at, p.participant_id, ep.id as endpoint_id,
         ep.enabled, (ep.ordering = 'PARTICIPANT' and p.participant_id is not null) as ordered
@@ -91,14 +122,11 @@ export async function fanOutEvents(
       returning endpoint_id, participant_id, last
     ), numbered as (
       select t.*, c.last - count(*) over pair + row_number() over (pair order by t.seq) as sequence,
-        -- An ordered message waits behind an earlier one of its pair: of this statement, or still to send. The
-        -- earlier one is read locked, so one ending right now is waited for and read as it ends (no longer
-        -- PENDING): its ending, which makes the next one due, then either saw this message or had nothing to wait.
-        case when t.ordered then row_number() over (pair order by t.seq) > 1 or exists (
-          select 1 from ${webhookMessages} w
-          where w.endpoint_id = t.endpoint_id and w.participant_id = t.participant_id and w.status = 'PENDING'
-            and w.ordered
-          for update) else false end as waits
+        -- An ordered message waits behind an earlier one of its pair: of this statement, or still to send (one
+        -- this statement holds, above).
+        t.ordered and (row_number() over (pair order by t.seq) > 1 or exists (
+          select 1 from pending pe
+          where pe.endpoint_id = t.endpoint_id and pe.participant_id = t.participant_id and pe.held)) as waits
       from targets t
       left join counted c on c.endpoint_id = t.endpoint_id and c.participant_id = t.participant_id
       window pair as (partition by t.endpoint_id, t.participant_id)

@@ -30,3 +30,41 @@ export async function createTestDb(): Promise<TestDb> {
     },
   };
 }
+
+type Db = DbHandle['db'];
+type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+
+/**
+ * A transaction that runs `work` and then stays open, holding the rows `work` locked, as another process's
+ * transaction in the middle of its work would. Resolves once `work` has run; `release` commits it.
+ */
+export async function heldTransaction(db: Db, work: (tx: Tx) => Promise<unknown>) {
+  let release!: () => void;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let held!: () => void;
+  let failed!: (err: unknown) => void;
+  const isHeld = new Promise<void>((resolve, reject) => {
+    held = resolve;
+    failed = reject;
+  });
+  const done = db
+    .transaction(async (tx) => {
+      await work(tx);
+      held();
+      await released;
+    })
+    .catch((err: unknown) => {
+      failed(err);
+      throw err;
+    });
+  await isHeld;
+  return {
+    /** Commits the transaction, and waits for it to end. */
+    release: async () => {
+      release();
+      await done;
+    },
+  };
+}

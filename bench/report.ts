@@ -7,6 +7,7 @@ import type { DispatchFigure } from './figures/dispatch';
 import type { E2eFigure } from './figures/e2e';
 import type { IngestFigure } from './figures/ingest';
 import type { StorageFigure } from './figures/storage';
+import type { Health } from './health';
 import type { ClosedLoopResult } from './load';
 import { type ProcessMemory, ROOT } from './service';
 import type { Settings } from './settings';
@@ -118,6 +119,7 @@ export function writeResults(run: {
   machine: Machine;
   serviceEnv: Record<string, string>;
   figures: Figures;
+  health: Health;
   errors: string[];
 }): string {
   const dir = join(ROOT, 'bench', 'results');
@@ -134,6 +136,7 @@ export function writeResults(run: {
     targets: TARGETS,
     met: targetsMet(run.figures),
     figures: run.figures,
+    health: run.health,
     errors: run.errors,
   };
   const text = `${JSON.stringify(doc, null, 2)}\n`;

@@ -26,6 +26,7 @@ import { measureDispatch } from './figures/dispatch';
 import { measureE2e } from './figures/e2e';
 import { measureIngest } from './figures/ingest';
 import { measureStorage } from './figures/storage';
+import { type Health, healthLine, healthOf } from './health';
 import { type Figures, machine, ratiosLine, summary, writeResults } from './report';
 import { seed } from './seed';
 import { ServiceRunner } from './service';
@@ -89,6 +90,7 @@ const figures: Figures = {};
 const errors: string[] = [];
 let services: ServiceRunner | null = null;
 let machineInfo = machine('unknown', 'unknown');
+let health: Health = { deadlocks: null, logLines: {} };
 
 try {
   progress(
@@ -178,6 +180,10 @@ try {
       figures.memory = { processes, maxMb: Math.max(...processes.map((p) => p.peakRssMb)) };
     }
   }
+  // Once the processes have stopped: their statistics are flushed when they end.
+  const admin = connectPostgres(adminUrl, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  health = await healthOf(admin, runId);
+  await admin.end({ timeout: 5 });
 }
 
 const reported = { ...serviceEnv, DATABASE_URL: redact(dbUrl), REDIS_URL: redact(redisUrl) };
@@ -188,11 +194,13 @@ const file = writeResults({
   machine: machineInfo,
   serviceEnv: reported,
   figures,
+  health,
   errors,
 });
 await cleanup();
 clearTimeout(watchdog);
 progress(`done in ${round((Date.now() - startedAt.getTime()) / 1000, 1)} s; the whole run is in ${file}`);
 console.log(`\n${summary(figures)}\n`);
+console.log(`${healthLine(health)}\n`);
 console.log(ratiosLine(figures));
 process.exit(errors.length > 0 ? 1 : 0);

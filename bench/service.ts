@@ -6,6 +6,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { isReadyMessage, SUPERVISED } from '../scripts/supervisor';
+import { countLogLine } from './health';
 import { sleep, until } from './util';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -48,7 +49,8 @@ export async function freePort(): Promise<number> {
 /**
  * `node --conditions=@stampcard/source --import tsx <args>` (the sources, workspace packages' too) from the
  * repository root, with `env` on top of this process's environment.
- * Its output goes to this process's stderr, each line prefixed with `name`.
+ * Its output goes to this process's stderr, each line prefixed with `name`; its lines at warn or above are
+ * counted for the run's health (`countLogLine`).
  */
 export function spawnNode(
   name: string,
@@ -65,7 +67,10 @@ export function spawnNode(
   });
   for (const stream of [child.stdout, child.stderr]) {
     if (stream)
-      createInterface({ input: stream }).on('line', (line) => process.stderr.write(`[${name}] ${line}\n`));
+      createInterface({ input: stream }).on('line', (line) => {
+        countLogLine(name, line);
+        process.stderr.write(`[${name}] ${line}\n`);
+      });
   }
   return child;
 }

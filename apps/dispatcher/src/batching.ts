@@ -41,7 +41,8 @@ export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 5000;
  * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens of deliveries instead of one; alone, a delivery
  * waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
  * nothing; a batch write that fails is written again one success at a time (`retryAlone`), so only the success
- * at fault fails.
+ * at fault fails. A claim of several messages that fails (a deadlock with another statement that locks some of
+ * them in another order) is made again one message at a time, so its deliveries go on instead of failing.
  */
 export function createDeliveryBatching(
   ctx: Ctx,
@@ -67,6 +68,8 @@ export function createDeliveryBatching(
   });
   const claims = microBatch<Claim, boolean>({
     ...sizes,
+    // A claim of one message holds no other row while it waits, so claimed alone it cannot deadlock.
+    retryAlone: true,
     run: (list) => claimDeliveries(ctx, list, leaseMs),
   });
   const successes = microBatch<Success, Scheduled[]>({

@@ -171,6 +171,42 @@ describe('delivery batching', () => {
     expect(await short.claim(claim(d))).toBe(true);
   });
 
+  it('a claim of several messages that deadlocks is made again one message at a time, so its deliveries go on', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 2);
+    // The claim's statement takes its rows in the order of their ids: a first.
+    const [a, b] = [...ids].sort() as [string, string];
+    const claim = (messageId: string) => ({ messageId, generation: 0, eventAt: MADE_AT });
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    const waitingForLock = async () => {
+      for (;;) {
+        const [row] = await ctx.db.execute<{ n: number }>(
+          sql`select count(*)::int as n from pg_stat_activity
+              where datname = current_database() and wait_event_type = 'Lock'`,
+        );
+        if (row!.n > 0) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    // Another transaction holds b; the claim of [a, b] takes a and waits for b; that transaction then asks for
+    // a: a cycle, which PostgreSQL breaks by failing the side that waited first, the claim.
+    let holding!: () => void;
+    const holds = new Promise<void>((r) => {
+      holding = r;
+    });
+    const other = testDb.db.transaction(async (tx) => {
+      await tx.execute(sql`select 1 from ${webhookMessages} where id = ${b} for update`);
+      holding();
+      await waitingForLock();
+      await tx.execute(sql`select 1 from ${webhookMessages} where id = ${a} for update`);
+    });
+    await holds;
+    const claims = Promise.allSettled([batching.claim(claim(a)), batching.claim(claim(b))]);
+    await other;
+    const answers = (await claims).map((r) => (r.status === 'fulfilled' ? r.value : `failed: ${r.reason}`));
+    expect(answers).toEqual([true, true]);
+  });
+
   it('a batch write that fails is retried one success at a time, so only the one at fault fails', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId, ids } = await endpointWithMessages(ctx, 3);

@@ -148,11 +148,17 @@ export const HEAP_CAP = '--max-old-space-size=160';
  * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
  * each process writes its profiles to `bench/results/profiles/<name>/` (api1, worker1, dispatcher1…): the
  * largest file is the main thread, the small one tsx's loader thread. Open them in Chrome DevTools or speedscope.
+ * `BENCH_CPU_PROF_INTERVAL_US` samples more often than V8's 1,000 µs (100 sees stalls of a few ms).
  */
 function profileFlags(role: Role, name: string): string[] {
   const roles = (process.env.BENCH_CPU_PROF ?? '').split(',').map((r) => r.trim());
   if (!roles.includes(role)) return [];
-  return ['--cpu-prof', `--cpu-prof-dir=${join(ROOT, 'bench/results/profiles', name)}`];
+  const interval = Number(process.env.BENCH_CPU_PROF_INTERVAL_US);
+  return [
+    '--cpu-prof',
+    `--cpu-prof-dir=${join(ROOT, 'bench/results/profiles', name)}`,
+    ...(Number.isInteger(interval) && interval > 0 ? [`--cpu-prof-interval=${interval}`] : []),
+  ];
 }
 
 /**

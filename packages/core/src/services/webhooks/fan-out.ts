@@ -8,6 +8,12 @@ import { notWaiting } from './ordering';
 /** Largest number of events one fan-out takes. */
 export const FAN_OUT_BATCH = 500;
 
+/** In the fan-out's SQL: the PENDING ordered messages of the pair (`endpoint_id`, `participant_id`) of `pair`. */
+const pendingOrdered = (pair: string) => sql`
+  select 1 from ${webhookMessages} w
+  where w.endpoint_id = ${sql.raw(pair)}.endpoint_id and w.participant_id = ${sql.raw(pair)}.participant_id
+    and w.status = 'PENDING' and w.ordered`;
+
 /**
  * Fans outbox events out to their campaigns' endpoints, in ONE statement: one message per (event, endpoint
  * that wants its type: one whose `eventTypes` lists it, or is empty), created idempotently (its id derives
@@ -82,37 +88,28 @@ export async function fanOutEvents(
     ), ready as (
       select l.* from locked l left join blocked b on b.participant_id = l.participant_id
       where b.from_seq is null or l.seq < b.from_seq
+    ), reach as (
+      -- Each ready event with each endpoint that takes it: one whose event_types lists its type, or is empty.
+      select r.id as event_id, r.seq, r.campaign_id, r.type, r.created_at, r.participant_id, ep.id as endpoint_id,
+        ep.enabled, (ep.ordering = 'PARTICIPANT' and r.participant_id is not null) as ordered
+      from ready r join ${webhookEndpoints} ep on ep.campaign_id = r.campaign_id and ep.deleted_at is null
+      where cardinality(ep.event_types) = 0 or r.type = any(ep.event_types)
     ), pending as materialized (
-      -- Each PARTICIPANT-ordered endpoint's pair with a message still PENDING as this statement began, and
-      -- whether this statement now holds one that is still PENDING (locked, so that its end waits for this
-      -- commit and sees the messages made here). One that others hold (a claim, an ending being written) is
-      -- skipped, not waited for: a statement that waits for a row while holding others can deadlock with the
-      -- dispatcher's claims and successes, which lock theirs in another order. A pair whose every PENDING message
-      -- is held elsewhere is not known to wait: its participant's events are deferred and tried again shortly.
-      select o.endpoint_id, o.participant_id, exists (
-          select 1 from ${webhookMessages} w
-          where w.endpoint_id = o.endpoint_id and w.participant_id = o.participant_id and w.status = 'PENDING'
-            and w.ordered
-          for update skip locked) as held
-      from (
-        select distinct ep.id as endpoint_id, r.participant_id
-        from ready r join ${webhookEndpoints} ep on ep.campaign_id = r.campaign_id and ep.deleted_at is null
-        where r.participant_id is not null and ep.ordering = 'PARTICIPANT'
-          and (cardinality(ep.event_types) = 0 or r.type = any(ep.event_types))
-      ) o
-      where exists (
-        select 1 from ${webhookMessages} w
-        where w.endpoint_id = o.endpoint_id and w.participant_id = o.participant_id and w.status = 'PENDING'
-          and w.ordered)
+      -- Each ordered pair with a message still PENDING as this statement began, and whether this statement now
+      -- holds one that is still PENDING (locked, so that its end waits for this commit and sees the messages made
+      -- here). One that others hold (a claim, an ending being written) is skipped, not waited for: a statement
+      -- that waits for a row while holding others can deadlock with the dispatcher's claims and successes, which
+      -- lock theirs in another order. A pair whose every PENDING message is held elsewhere is not known to wait:
+      -- its participant's events are deferred and tried again shortly.
+      select o.endpoint_id, o.participant_id, exists (${pendingOrdered('o')} for update skip locked) as held
+      from (select distinct endpoint_id, participant_id from reach where ordered) o
+      where exists (${pendingOrdered('o')})
     ), picked as (
       select r.* from ready r
       where r.participant_id is null
         or r.participant_id not in (select participant_id from pending where not held)
     ), targets as (
-      select p.id as event_id, p.seq, p.campaign_id, p.type, p.created_at, p.participant_id, ep.id as endpoint_id,
-        ep.enabled, (ep.ordering = 'PARTICIPANT' and p.participant_id is not null) as ordered
-      from picked p join ${webhookEndpoints} ep on ep.campaign_id = p.campaign_id and ep.deleted_at is null
-      where cardinality(ep.event_types) = 0 or p.type = any(ep.event_types)
+      select t.* from reach t join picked p on p.id = t.event_id
     ), counted as (
       insert into ${webhookSequences} (endpoint_id, participant_id, last)
       select endpoint_id, participant_id, count(*) from targets where participant_id is not null

@@ -38,8 +38,8 @@ export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 5000;
 /**
  * Group commit for the dispatcher's three statements per delivery: jobs that start within a millisecond of each
  * other share one read (`loadDeliveries`), deliveries about to send share one claim (`claimDeliveries`), and
- * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens of deliveries instead of one; alone, a delivery
- * waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
+ * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens
+ * of deliveries instead of one; alone, a delivery waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
  * nothing; a batch write that fails is written again one success at a time (`retryAlone`), so only the success
  * at fault fails. A claim of several messages that fails (a deadlock with another statement that locks some of
  * them in another order) is made again one message at a time, so its deliveries go on instead of failing.

@@ -248,6 +248,17 @@ export function summary(f: Figures): string {
     `< ${TARGETS.rssMb} MB each`,
     yes(met.memory),
   ]);
+  const e2eCpu = m?.processes.filter((p) => p.cpuPercentByPhase.e2e !== undefined) ?? [];
+  if (e2eCpu.length > 0) {
+    rows.push([
+      'CPU in the e2e phase (its load and the wait for its webhooks), % of one core',
+      e2eCpu.map((p) => `${p.name} ${p.cpuPercentByPhase.e2e}`).join(', '),
+      'none',
+      '',
+      '',
+      '',
+    ]);
+  }
   return `${table(rows)}${i ? `\n\n${stageTable(i.serial, i.loaded)}` : ''}`;
 }
 

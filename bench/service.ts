@@ -24,6 +24,8 @@ export type ServiceProcess = {
   peakRssKb: number;
   /** Highest RSS sampled during each phase of the run, in kB. */
   rssKbByPhase: Record<string, number>;
+  /** CPU time (user + system, clock ticks) and wall time (ms) at the first and last sample of each phase. */
+  cpuByPhase: Record<string, { ticks0: number; at0: number; ticks: number; at: number }>;
   /** Set before the bench stops it: its exit is then expected. */
   stopping: boolean;
 };
@@ -35,6 +37,8 @@ export type ProcessMemory = {
   peakRssMb: number;
   /** The highest RSS sampled (every 250 ms) during each phase. */
   sampledRssMbByPhase: Record<string, number>;
+  /** The CPU it used during each phase, in % of one core, from its first sample in the phase to its last. */
+  cpuPercentByPhase: Record<string, number>;
 };
 
 /** A free TCP port on loopback. */
@@ -109,6 +113,21 @@ export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<
   await done;
   clearTimeout(timer);
 }
+
+/** CPU time used so far (user + system), in clock ticks (`/proc/<pid>/stat`); null without /proc. */
+async function cpuTicksOf(pid: number): Promise<number | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name (which may hold spaces), from the third on: utime is 14th, stime 15th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return null;
+  }
+}
+
+/** Clock ticks per second of `/proc/<pid>/stat`'s times (USER_HZ): 100 on Linux. */
+const TICKS_PER_SECOND = 100;
 
 /** Resident set size now and its high-water mark, in kB; null once the process is gone. */
 async function memoryOf(pid: number): Promise<{ rss: number; hwm: number } | null> {
@@ -207,6 +226,7 @@ export class ServiceRunner {
       port,
       peakRssKb: 0,
       rssKbByPhase: {},
+      cpuByPhase: {},
       stopping: false,
     };
     this.procs.push(proc);
@@ -240,10 +260,17 @@ export class ServiceRunner {
     await Promise.all(
       this.procs.map(async (p) => {
         if (p.stopping) return;
-        const mem = await memoryOf(p.pid);
+        const [mem, ticks] = await Promise.all([memoryOf(p.pid), cpuTicksOf(p.pid)]);
         if (!mem) return;
         p.peakRssKb = Math.max(p.peakRssKb, mem.rss, mem.hwm);
         p.rssKbByPhase[this.phase] = Math.max(p.rssKbByPhase[this.phase] ?? 0, mem.rss);
+        if (ticks === null) return;
+        const at = performance.now();
+        const cpu = p.cpuByPhase[this.phase];
+        if (cpu) {
+          cpu.ticks = ticks;
+          cpu.at = at;
+        } else p.cpuByPhase[this.phase] = { ticks0: ticks, at0: at, ticks, at };
       }),
     );
   }
@@ -273,7 +300,7 @@ export class ServiceRunner {
     await sleep(0);
   }
 
-  /** Peak RSS of each process, in MB, and the highest sampled in each phase. */
+  /** Peak RSS of each process, in MB, the highest sampled in each phase, and the CPU it used in each phase. */
   peaks(): ProcessMemory[] {
     const mb = (kb: number) => Math.round(kb / 1024);
     return this.procs.map((p) => ({
@@ -281,6 +308,14 @@ export class ServiceRunner {
       role: p.role,
       peakRssMb: mb(p.peakRssKb),
       sampledRssMbByPhase: Object.fromEntries(Object.entries(p.rssKbByPhase).map(([k, v]) => [k, mb(v)])),
+      cpuPercentByPhase: Object.fromEntries(
+        Object.entries(p.cpuByPhase)
+          .filter(([, c]) => c.at > c.at0)
+          .map(([k, c]) => [
+            k,
+            Math.round((((c.ticks - c.ticks0) / TICKS_PER_SECOND) * 100_000) / (c.at - c.at0)),
+          ]),
+      ),
     }));
   }
 }

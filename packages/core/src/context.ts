@@ -84,6 +84,12 @@ export function actAs(db: Tx, actor: AuditActor): Promise<void> {
 }
 
 /**
+ * Whether the caller still waits: only `aborted` is read. An `AbortSignal` is one; the API's deadline sets a
+ * plain object's, which costs a request nothing to make (an `AbortSignal` is an event target).
+ */
+export type Liveness = { readonly aborted: boolean };
+
+/**
  * What every domain operation runs with. `db` is the pool or, inside a unit of work, its transaction.
  * `signal`, when given, is aborted once the caller stopped waiting (a request past its deadline): from then
  * on the operation writes nothing. `commit`, when given, is told when a write is sent and how it ended
@@ -97,7 +103,7 @@ export function actAs(db: Tx, actor: AuditActor): Promise<void> {
 export type Ctx = {
   db: Tx;
   clock: Clock;
-  signal?: AbortSignal;
+  signal?: Liveness;
   commit?: CommitState;
   cache?: LookupCache;
   afterCommit?: AfterCommit;

@@ -6,14 +6,25 @@ import {
   type RatePolicyName,
 } from '@stampcard/core';
 
+type HeaderNames = { limit: string; remaining: string; retryAfter: string };
+
+const NAMES = new Map<RatePolicyName, HeaderNames>(
+  RATE_POLICIES.map((p) => {
+    const word = p.name[0] + p.name.slice(1).toLowerCase();
+    return [
+      p.name,
+      {
+        limit: `Stampcard-RateLimit-${word}-Limit`,
+        remaining: `Stampcard-RateLimit-${word}-Remaining`,
+        retryAfter: `Stampcard-Retry-After-${word}-Milliseconds`,
+      },
+    ];
+  }),
+);
+
 /** The `Stampcard-*` headers of one rate policy (`Second`, `Minute`, `Hour` in their names). */
-export function rateHeaderNames(policy: RatePolicyName) {
-  const word = policy[0] + policy.slice(1).toLowerCase();
-  return {
-    limit: `Stampcard-RateLimit-${word}-Limit`,
-    remaining: `Stampcard-RateLimit-${word}-Remaining`,
-    retryAfter: `Stampcard-Retry-After-${word}-Milliseconds`,
-  };
+export function rateHeaderNames(policy: RatePolicyName): HeaderNames {
+  return NAMES.get(policy)!;
 }
 
 /**

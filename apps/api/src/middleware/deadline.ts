@@ -41,7 +41,8 @@ const RECORDED_NO_ANSWER =
  */
 export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   let budget = requestBudgetMs(c);
-  const controller = new AbortController();
+  // Read by the work (`assertLive`, a group commit) as it goes; set once the budget is spent.
+  const liveness = { aborted: false };
   const commit: CommitState = { sent: 0 };
   let deadline = performance.now() + budget;
   // A request held back on purpose (the write slowdown) gets that time on top of its budget.
@@ -58,7 +59,7 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     };
     timer = setTimeout(check, budget);
   });
-  c.set('ctx', { ...c.get('ctx'), signal: controller.signal, commit });
+  c.set('ctx', { ...c.get('ctx'), signal: liveness, commit });
   let done = false;
   const work = next().then(() => {
     done = true;
@@ -80,7 +81,7 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   if (done) return undefined;
 
-  controller.abort();
+  liveness.aborted = true;
   c.set('abandoned', true);
   const late = c.get('lateReply');
   let answer: Response;

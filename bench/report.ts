@@ -259,6 +259,20 @@ export function summary(f: Figures): string {
       '',
     ]);
   }
+  const apiAllocated = m?.processes.filter((p) => p.role === 'api' && p.allocatedMbByPhase?.ingest) ?? [];
+  if (i && apiAllocated.length > 0) {
+    // Every request the API answered in the ingest phase: the warm-up, one caller's, wrk's and the stages' run.
+    const answered = i.warmupRequests + i.serial.requests + i.stampcard.requests + i.loaded.requests;
+    const mb = apiAllocated.reduce((sum, p) => sum + p.allocatedMbByPhase!.ingest!, 0);
+    rows.push([
+      'allocated by the API in the ingest phase (BENCH_HEAP_PROF)',
+      `${fmt(mb, 0)} MB, ${fmt((mb * 1024) / answered, 1)} KB per answered request (${answered})`,
+      'none',
+      '',
+      '',
+      '',
+    ]);
+  }
   return `${table(rows)}${i ? `\n\n${stageTable(i.serial, i.loaded)}` : ''}`;
 }
 

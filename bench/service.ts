@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { isReadyMessage, SUPERVISED } from '../scripts/supervisor';
 import { countLogLine } from './health';
+import { HeapSampler } from './heap';
 import { sleep, until } from './util';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -28,6 +29,8 @@ export type ServiceProcess = {
   cpuByPhase: Record<string, { ticks0: number; at0: number; ticks: number; at: number }>;
   /** Set before the bench stops it: its exit is then expected. */
   stopping: boolean;
+  /** With `BENCH_HEAP_PROF`: what it allocates, phase by phase (`HeapSampler`), and the phase being sampled. */
+  heap: { sampler: HeapSampler; phase: string; bytesByPhase: Record<string, number> } | null;
 };
 
 export type ProcessMemory = {
@@ -39,6 +42,11 @@ export type ProcessMemory = {
   sampledRssMbByPhase: Record<string, number>;
   /** The CPU it used during each phase, in % of one core, from its first sample in the phase to its last. */
   cpuPercentByPhase: Record<string, number>;
+  /**
+   * With `BENCH_HEAP_PROF` naming its role: the MB it allocated during each phase, garbage included (V8's
+   * sampling heap profiler: an estimate, within a few per cent over hundreds of MB).
+   */
+  allocatedMbByPhase?: Record<string, number>;
 };
 
 /** A free TCP port on loopback. */
@@ -164,6 +172,19 @@ export async function waitHttpOk(url: string, timeoutMs: number, alive: () => vo
 export const HEAP_CAP = '--max-old-space-size=160';
 
 /**
+ * `BENCH_HEAP_PROF=api,worker,dispatcher` (any of them) runs those roles with the inspector on a loopback port of
+ * their own and samples what they allocate, phase by phase (`HeapSampler`): `allocatedMbByPhase` in the results
+ * file, the profiles in `bench/results/profiles/<name>/<phase>.heapprofile`, and the report's KB per request the
+ * API answered in the ingest phase. The inspector and the sampling slow a process a little: read the other figures
+ * of such a run with that in mind.
+ */
+const heapProfiled = (role: Role) =>
+  (process.env.BENCH_HEAP_PROF ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .includes(role);
+
+/**
  * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
  * each process writes its profiles to `bench/results/profiles/<name>/` (api1, worker1, dispatcher1…): the
  * largest file is the main thread, the small one tsx's loader thread. Open them in Chrome DevTools or speedscope.
@@ -209,10 +230,17 @@ export class ServiceRunner {
   async start(role: Role, timeoutMs = 60_000): Promise<ServiceProcess> {
     const port = role === 'api' ? await freePort() : null;
     const name = `${role}${this.procs.filter((p) => p.role === role).length + 1}`;
+    const inspectPort = heapProfiled(role) ? await freePort() : null;
     // As `npm run start:<role>` and docker-compose.yml run it: the same heap cap (see docs/operating.md).
     const child = spawnNode(
       name,
-      [HEAP_CAP, ...profileFlags(role, name), 'scripts/start.ts', role],
+      [
+        HEAP_CAP,
+        ...profileFlags(role, name),
+        ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
+        'scripts/start.ts',
+        role,
+      ],
       { ...this.env, ...(port ? { PORT: String(port) } : {}), [SUPERVISED]: '1' },
       true,
     );
@@ -228,10 +256,35 @@ export class ServiceRunner {
       rssKbByPhase: {},
       cpuByPhase: {},
       stopping: false,
+      heap: null,
     };
     this.procs.push(proc);
     await ready;
+    if (inspectPort) {
+      const sampler = new HeapSampler(inspectPort, join(ROOT, 'bench/results/profiles', name));
+      await sampler.start();
+      proc.heap = { sampler, phase: this.phase, bytesByPhase: {} };
+    }
     return proc;
+  }
+
+  /**
+   * From here on, memory and CPU samples are filed under `phase`, and each heap-profiled process's allocation
+   * too: the profile of the phase that ends is written, and its bytes counted.
+   */
+  async enterPhase(phase: string): Promise<void> {
+    if (phase === this.phase) return;
+    this.phase = phase;
+    await Promise.all(this.procs.map((p) => this.endHeapPhase(p, true)));
+  }
+
+  private async endHeapPhase(proc: ServiceProcess, again: boolean): Promise<void> {
+    const heap = proc.heap;
+    if (!heap || proc.stopping) return;
+    const ended = heap.phase;
+    const bytes = again ? await heap.sampler.rotate(ended) : await heap.sampler.stop(ended);
+    heap.bytesByPhase[ended] = (heap.bytesByPhase[ended] ?? 0) + bytes;
+    heap.phase = this.phase;
   }
 
   /** Starts processes of `role` until `n` run (a figure run alone, `--only`, finds none started before it). */
@@ -288,6 +341,8 @@ export class ServiceRunner {
   async stop(proc: ServiceProcess): Promise<void> {
     const mem = await memoryOf(proc.pid);
     if (mem) proc.peakRssKb = Math.max(proc.peakRssKb, mem.rss, mem.hwm);
+    // A heap profile that cannot be read (the process died) leaves its last phase uncounted.
+    await this.endHeapPhase(proc, false).catch(() => {});
     proc.stopping = true;
     await stopChild(proc.child);
   }
@@ -316,6 +371,13 @@ export class ServiceRunner {
             Math.round((((c.ticks - c.ticks0) / TICKS_PER_SECOND) * 100_000) / (c.at - c.at0)),
           ]),
       ),
+      ...(p.heap
+        ? {
+            allocatedMbByPhase: Object.fromEntries(
+              Object.entries(p.heap.bytesByPhase).map(([k, v]) => [k, Math.round(v / 1024 / 1024)]),
+            ),
+          }
+        : {}),
     }));
   }
 }

@@ -8,7 +8,7 @@ import { progress, round, within } from './util';
  * run lands inside the next one. Memory samples from here on are filed under `phase`.
  */
 export async function settle(bench: Bench, phase: string): Promise<void> {
-  bench.services.phase = phase;
+  await bench.services.enterPhase(phase);
   const started = performance.now();
   await within('VACUUM ANALYZE', 120_000, bench.sql.unsafe('vacuum (analyze)'));
   // CHECKPOINT needs a superuser or pg_checkpoint; without it only the vacuum is done.

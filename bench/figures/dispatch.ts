@@ -104,7 +104,7 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
   const n = settings.dispatch.deliveries;
   const campaign = seeded.campaigns.dispatch;
   const endpointId = campaign.endpointId!;
-  bench.services.phase = 'dispatch';
+  await bench.services.enterPhase('dispatch');
   progress('dispatch: starting the dispatcher process');
   // Its messages are made end to end: a worker applies their actions (the apply figure started one, unless the
   // run measures this figure alone).

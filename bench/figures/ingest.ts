@@ -23,6 +23,8 @@ export type IngestFigure = {
   loaded: ClosedLoopResult;
   /** Actions the ingest run left QUEUED, set aside before the apply figure (queue drained, rows REJECTED). */
   setAside: number;
+  /** Requests the warm-up sent before the measured runs. */
+  warmupRequests: number;
 };
 
 /** Bodies of the serial and loaded runs start here, past any the throughput runs sent. */
@@ -56,7 +58,7 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
 
   progress(`ingest: Stampcard API × ${settings.apiProcesses}, ${what}`);
   // The warm-up's bodies use numbers the measured run does not, so no body is ever sent twice.
-  await hammer({
+  const warmup = await hammer({
     ...load,
     urls: bench.apiUrls,
     durationS: settings.ingest.warmupS,
@@ -111,5 +113,6 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
     serial,
     loaded,
     setAside: setAside.count,
+    warmupRequests: warmup.requests,
   };
 }

@@ -80,7 +80,13 @@ describe('ordered delivery per participant, one participant failing', () => {
       async () => sentOf(),
       (s) => s.length > 0,
     );
-    // 1 retries, 2 to 5 wait.
+    // 1 retries, 2 to 5 wait. All four made first: an event still deferred by the fan-out (its participant's
+    // pending message held by a claim at that moment) would otherwise be fanned out after the switch below, as a
+    // new, unordered message.
+    await eventually(
+      async () => (await messagesOf(stack, ep.id, '?limit=100')).filter((m) => m.waiting).length,
+      (n) => n === 4,
+    );
     const patched = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { ordering: 'NONE' });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body.ordering).toBe('NONE');

@@ -178,11 +178,10 @@ export const HEAP_CAP = '--max-old-space-size=160';
  * API answered in the ingest phase. The inspector and the sampling slow a process a little: read the other figures
  * of such a run with that in mind.
  */
-const heapProfiled = (role: Role) =>
-  (process.env.BENCH_HEAP_PROF ?? '')
-    .split(',')
-    .map((r) => r.trim())
-    .includes(role);
+const heapProfiled = (role: Role) => rolesIn('BENCH_HEAP_PROF').includes(role);
+
+/** The roles an environment variable lists (`api,worker,dispatcher`, any of them). */
+const rolesIn = (variable: string) => (process.env[variable] ?? '').split(',').map((r) => r.trim());
 
 /**
  * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
@@ -191,8 +190,7 @@ const heapProfiled = (role: Role) =>
  * `BENCH_CPU_PROF_INTERVAL_US` samples more often than V8's 1,000 µs (100 sees stalls of a few ms).
  */
 function profileFlags(role: Role, name: string): string[] {
-  const roles = (process.env.BENCH_CPU_PROF ?? '').split(',').map((r) => r.trim());
-  if (!roles.includes(role)) return [];
+  if (!rolesIn('BENCH_CPU_PROF').includes(role)) return [];
   const interval = Number(process.env.BENCH_CPU_PROF_INTERVAL_US);
   return [
     '--cpu-prof',

@@ -1,0 +1,95 @@
+import {
+  type Claim,
+  type Ctx,
+  claimStatement,
+  type Success,
+  successesStatement,
+  systemClock,
+} from '@stampcard/core';
+import { webhookMessages } from '@stampcard/db';
+import { eq, type SQL, sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import { makeEndpoint, makeWorld } from '../../../test/support/factories';
+import { useTestDb } from '../../../test/support/use';
+
+/**
+ * The dispatcher's claim and its batch of successes name their messages by id. After a replay (or a backlog)
+ * made thousands of messages PENDING, PostgreSQL's statistics still say what they said before: that the
+ * pending index is all but empty. These tests make that moment and read, in `EXPLAIN ANALYZE`, how many rows
+ * of the messages' table each statement went through: the messages it names, not every pending one.
+ */
+const testDb = useTestDb();
+
+type PlanNode = {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+};
+
+/** Rows of `webhook_messages` (any partition) that running `statement` read, kept or filtered out. */
+async function messageRowsRead(ctx: Ctx, statement: SQL): Promise<number> {
+  const [row] = await ctx.db.execute<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+    sql`explain (analyze, format json) ${statement}`,
+  );
+  const walk = (node: PlanNode): number =>
+    (node['Relation Name']?.startsWith('webhook_messages')
+      ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
+      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
+  return walk(row!['QUERY PLAN'][0].Plan);
+}
+
+describe("the dispatcher's statements, against statistics taken before a replay", () => {
+  it('a claim and a batch of successes read the messages they name, not every pending one', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const w = await makeWorld(ctx);
+    const endpointId = await makeEndpoint(ctx, { accountId: w.account.id, campaignId: w.campaign.id });
+    // 3,000 delivered messages, and statistics that say so.
+    await ctx.db.execute(sql`
+      insert into ${webhookMessages}
+        (id, endpoint_id, campaign_id, event_type, status, next_attempt_at, created_at, updated_at, event_at)
+      select 'msg_plan_' || lpad(g::text, 5, '0'), ${endpointId}, ${w.campaign.id}, 'TEST', 'SUCCEEDED',
+        now(), now(), now(), now()
+      from generate_series(1, 3000) g`);
+    await ctx.db.execute(sql`analyze ${webhookMessages}`);
+    // A replay makes every one of them PENDING again.
+    await ctx.db
+      .update(webhookMessages)
+      .set({ status: 'PENDING', generation: 1 })
+      .where(eq(webhookMessages.endpointId, endpointId));
+    const named = await ctx.db
+      .select({ id: webhookMessages.id, eventAt: webhookMessages.eventAt })
+      .from(webhookMessages)
+      .where(eq(webhookMessages.endpointId, endpointId))
+      .orderBy(webhookMessages.id)
+      .limit(16);
+    const claims: Claim[] = named.map((m) => ({ messageId: m.id, generation: 1, eventAt: m.eventAt }));
+
+    // Without the planner's misstep this reads the 16 claimed (the join may look each up more than once);
+    // with it, every pending message of the endpoint: 3,000.
+    const claimRead = await messageRowsRead(ctx, claimStatement(claims, 60_000));
+    expect(claimRead).toBeGreaterThanOrEqual(16);
+    expect(claimRead).toBeLessThan(100);
+
+    const now = new Date();
+    const successes: Success[] = named.map((m, i) => ({
+      id: `del_plan_${i}`,
+      messageId: m.id,
+      generation: 1,
+      eventAt: m.eventAt,
+      endpointId,
+      attemptedAt: now,
+      statusCode: 200,
+      latencyMs: 5,
+      responseExcerpt: null,
+    }));
+    const successRead = await messageRowsRead(ctx, successesStatement(successes));
+    expect(successRead).toBeGreaterThanOrEqual(16);
+    expect(successRead).toBeLessThan(200);
+    // The statements did their work: the 16 messages are recorded delivered, the others still pending.
+    const counts = await ctx.db.execute<{ status: string; n: number }>(sql`
+      select status, count(*)::int as n from ${webhookMessages} where endpoint_id = ${endpointId} group by status`);
+    expect(Object.fromEntries(counts.map((c) => [c.status, c.n]))).toEqual({ PENDING: 2984, SUCCEEDED: 16 });
+  });
+});

@@ -2,12 +2,14 @@ import {
   type Claim,
   type Ctx,
   claimStatement,
+  deliveryRows,
+  loadDeliveries,
   type Success,
   successesStatement,
   systemClock,
 } from '@stampcard/core';
-import { webhookMessages } from '@stampcard/db';
-import { eq, type SQL, sql } from 'drizzle-orm';
+import { events, webhookMessages } from '@stampcard/db';
+import { eq, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
@@ -28,13 +30,13 @@ type PlanNode = {
   Plans?: PlanNode[];
 };
 
-/** Rows of `webhook_messages` (any partition) that running `statement` read, kept or filtered out. */
-async function messageRowsRead(ctx: Ctx, statement: SQL): Promise<number> {
+/** Rows of `table` (any partition) that running `statement` read, kept or filtered out. */
+async function rowsRead(ctx: Ctx, statement: SQL | SQLWrapper, table: string): Promise<number> {
   const [row] = await ctx.db.execute<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
     sql`explain (analyze, format json) ${statement}`,
   );
   const walk = (node: PlanNode): number =>
-    (node['Relation Name']?.startsWith('webhook_messages')
+    (node['Relation Name']?.startsWith(table)
       ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
       : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
   return walk(row!['QUERY PLAN'][0].Plan);
@@ -68,7 +70,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // Without the planner's misstep this reads the 16 claimed (the join may look each up more than once);
     // with it, every pending message of the endpoint: 3,000.
-    const claimRead = await messageRowsRead(ctx, claimStatement(claims, 60_000));
+    const claimRead = await rowsRead(ctx, claimStatement(claims, 60_000), 'webhook_messages');
     expect(claimRead).toBeGreaterThanOrEqual(16);
     expect(claimRead).toBeLessThan(100);
 
@@ -84,12 +86,52 @@ describe("the dispatcher's statements, against statistics taken before a replay"
       latencyMs: 5,
       responseExcerpt: null,
     }));
-    const successRead = await messageRowsRead(ctx, successesStatement(successes));
+    const successRead = await rowsRead(ctx, successesStatement(successes), 'webhook_messages');
     expect(successRead).toBeGreaterThanOrEqual(16);
     expect(successRead).toBeLessThan(200);
     // The statements did their work: the 16 messages are recorded delivered, the others still pending.
     const counts = await ctx.db.execute<{ status: string; n: number }>(sql`
       select status, count(*)::int as n from ${webhookMessages} where endpoint_id = ${endpointId} group by status`);
     expect(Object.fromEntries(counts.map((c) => [c.status, c.n]))).toEqual({ PENDING: 2984, SUCCEEDED: 16 });
+  });
+
+  it("a load of deliveries looks each message's event up, whatever a burst of events did to the statistics", async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const w = await makeWorld(ctx);
+    const endpointId = await makeEndpoint(ctx, { accountId: w.account.id, campaignId: w.campaign.id });
+    // Statistics taken while the tables are still small, then a burst: 3,000 events recorded in one moment and a
+    // message of each, to deliver.
+    await ctx.db.execute(sql`analyze ${events}`);
+    await ctx.db.execute(sql`analyze ${webhookMessages}`);
+    await ctx.db.execute(sql`
+      with made as (
+        insert into ${events} (id, campaign_id, type, data, created_at)
+        select 'evt_plan_' || lpad(g::text, 5, '0'), ${w.campaign.id}, 'LOYALTY_ACTION_APPLIED',
+          jsonb_build_object('participant', jsonb_build_object('id', 'par_plan_' || g)), now()
+        from generate_series(1, 3000) g
+        returning id, created_at)
+      insert into ${webhookMessages}
+        (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at, event_at)
+      select 'msg_load_' || substr(id, 10), ${endpointId}, ${w.campaign.id}, id, 'LOYALTY_ACTION_APPLIED', 'PENDING',
+        now(), now(), now(), created_at
+      from made`);
+    const ids = Array.from({ length: 64 }, (_, i) => `msg_load_${String(i + 1).padStart(5, '0')}`);
+
+    // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
+    // events' partition read all 3,000.
+    const read = await rowsRead(ctx, deliveryRows(ctx, ids), 'events');
+    expect(read).toBeGreaterThanOrEqual(64);
+    expect(read).toBeLessThan(300);
+    // And each delivery carries its event.
+    const loaded = await loadDeliveries(
+      ctx,
+      ids.map((messageId) => ({ messageId, generation: 0 })),
+    );
+    expect(
+      loaded.filter((d) => 'body' in d && JSON.parse(d.body).type === 'LOYALTY_ACTION_APPLIED'),
+    ).toHaveLength(64);
+    const first = loaded[0] as { body: string; recordedAt: Date | null };
+    expect(JSON.parse(first.body).data.participant.id).toBe('par_plan_1');
+    expect(first.recordedAt).toBeInstanceOf(Date);
   });
 });

@@ -7,7 +7,7 @@ import {
   webhookAttempts,
   webhookMessages,
 } from '@stampcard/db';
-import { and, eq, lte, sql } from 'drizzle-orm';
+import { and, eq, lte, type SQLWrapper, sql } from 'drizzle-orm';
 import { type Ctx, type ErasureStep, handOff, unitOfWork } from '../../context';
 import { notFound } from '../../errors';
 import {
@@ -53,10 +53,15 @@ export const ERASE_ANSWER_BATCH = 500;
  * a row). The event feed and webhook delivery select `erasures.participantId` through it and show the data by
  * `shownData`: an event the background has not reached yet is shown and sent erased all the same.
  */
-export const runningErasureOfEvent = and(
-  eq(erasures.participantId, sql`(${events.data} #>> '{participant,id}')`),
-  eq(erasures.state, 'RUNNING'),
-);
+export const runningErasureOfEvent = runningErasureOf(events.data);
+
+/** `runningErasureOfEvent` for an event's `data` read under another name (a subquery's). */
+export function runningErasureOf(data: SQLWrapper) {
+  return and(
+    eq(erasures.participantId, sql`(${data} #>> '{participant,id}')`),
+    eq(erasures.state, 'RUNNING'),
+  );
+}
 
 export type ErasureBatch = {
   /** False: the step was not the erasure's next one (its job ran twice, or the erasure is done): nothing done. */

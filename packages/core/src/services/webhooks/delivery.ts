@@ -81,7 +81,7 @@ const columns = <T, K extends keyof T>(table: T, fields: readonly K[]) =>
  * for each statement: after a replay or a backlog made thousands of messages PENDING, statistics taken before
  * still said that index was all but empty (a claim of 16 messages read 10,000 and took 10 ms).
  */
-export const stillPending = (status: SQLWrapper): SQL => sql`(${status} || '') = 'PENDING'`;
+const stillPending = (status: SQLWrapper): SQL => sql`(${status} || '') = 'PENDING'`;
 
 /** Everything one delivery needs, read in one statement. */
 export type Delivery = {
@@ -225,7 +225,6 @@ export type Claim = { messageId: string; generation: number; eventAt: Date };
  * and lasts `leaseMs` (longer than an attempt can take, by PostgreSQL's clock). The attempt's record ends it,
  * whatever its outcome, so that a replay is sent at once. Answers, per claim in order, whether it is the caller's. One
  * statement for the whole list, with the same text whatever its length.
-
  */
 export async function claimDeliveries(
   ctx: Ctx,

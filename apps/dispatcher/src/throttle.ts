@@ -172,61 +172,31 @@ export type LaneRoom = {
   close(): void;
 };
 
-/** How long a lane's hand-backs are counted before its pace is read from them, in ms. */
-const PACE_WINDOW_MS = 250;
-/** The pace assumed of an endpoint whose lane has not been measured yet, in ms per message (500 a second). */
-const UNMEASURED_PACE_MS = 2;
-/** The shortest and longest time a batch job turned away waits before it comes back, in ms. */
-const COME_BACK_MIN_MS = 50;
-const COME_BACK_MAX_MS = 5000;
-/** Endpoints whose pace a process remembers once their lanes are empty; past this many it starts afresh. */
-const PACES_KEPT = 10_000;
-
 /**
  * Messages of one endpoint that batch jobs hold at once in this process, at most `max` (a job alone may hold
  * more). A replay or a burst queues many batch jobs of one endpoint together: each would load its 64 messages,
  * find the endpoint's window taken by the others, and put most of them back as jobs of their own (a job, a
  * load and a Redis round trip each, for messages that only waited their turn). A batch job that would pass
- * the bound steps aside whole, before loading anything, and comes back when its turn is due (`turnAway`); the
- * job slot it leaves goes to other endpoints meanwhile. Jobs of one message (an ordered endpoint's next) count
- * one each.
+ * the bound steps aside whole, before loading anything, and comes back after `comeBackMs`; the job slot it
+ * leaves goes to other endpoints meanwhile. Jobs of one message (an ordered endpoint's next) count one each.
  */
 export function createBatchLanes(max: number, now: () => number = Date.now) {
-  /**
-   * Of each endpoint with running batch jobs: the messages they hold; when one was last handed back; since when
-   * the hand-backs are counted for its pace, and how many; and until when the jobs turned away have their turns.
-   */
-  type Lane = { held: number; freedAt: number; countFrom: number; counted: number; turnsUntil: number };
-  const lanes = new Map<string, Lane>();
-  /** Each endpoint's pace, ms per message handed back, as last measured: kept when its lanes empty. */
-  const paces = new Map<string, number>();
+  /** Of each endpoint: the messages its running batch jobs hold, and when one was last handed back. */
+  const lanes = new Map<string, { held: number; freedAt: number }>();
   return {
     /** Room for a batch job of `messages` messages of the endpoint, or null when its running jobs leave too little. */
     enter(id: string, messages: number): LaneRoom | null {
-      let lane = lanes.get(id);
-      if (lane && lane.held + messages > max) return null;
-      if (!lane) {
-        const t = now();
-        lane = { held: 0, freedAt: t, countFrom: t, counted: 0, turnsUntil: t };
-        lanes.set(id, lane);
-      }
-      const room = lane;
-      room.held += messages;
+      const lane = lanes.get(id) ?? { held: 0, freedAt: now() };
+      if (lane.held > 0 && lane.held + messages > max) return null;
+      lane.held += messages;
+      lanes.set(id, lane);
       let holding = messages;
       const giveBack = (n: number) => {
         if (n <= 0) return;
-        const t = now();
         holding -= n;
-        room.held -= n;
-        room.freedAt = t;
-        room.counted += n;
-        if (t - room.countFrom >= PACE_WINDOW_MS) {
-          if (paces.size >= PACES_KEPT && !paces.has(id)) paces.clear();
-          paces.set(id, (t - room.countFrom) / room.counted);
-          room.countFrom = t;
-          room.counted = 0;
-        }
-        if (room.held === 0) lanes.delete(id);
+        lane.held -= n;
+        lane.freedAt = now();
+        if (lane.held === 0) lanes.delete(id);
       };
       return {
         free: () => giveBack(Math.min(1, holding)),
@@ -234,21 +204,14 @@ export function createBatchLanes(max: number, now: () => number = Date.now) {
       };
     },
     /**
-     * A batch job of `messages` messages was turned away: how long it should wait before it comes back, in ms.
-     * Each job turned away takes the next turn: it comes back when the messages of the jobs turned away before
-     * it, and its own, will have been handed back at the endpoint's pace (500 a second until measured). A burst
-     * of 300 jobs of one endpoint comes back a job at a time, as room is made, instead of all of them every few
-     * ms, each a Redis round trip there and back for nothing. A lane that has gone longer than that without
-     * handing a message back (a hanging endpoint) keeps them away as long. Between 50 ms and 5 s.
+     * How long a batch job turned away should wait, in ms: as long as the endpoint has gone without handing a
+     * message back, between 50 ms and 2 s. A healthy endpoint's messages end every few ms; a hanging one's
+     * waiting jobs come back every 2 s, not in a tight loop.
      */
-    turnAway(id: string, messages: number): number {
-      const t = now();
+    comeBackMs(id: string): number {
       const lane = lanes.get(id);
-      if (!lane) return COME_BACK_MIN_MS;
-      const pace = paces.get(id) ?? UNMEASURED_PACE_MS;
-      lane.turnsUntil = Math.min(Math.max(lane.turnsUntil, t) + messages * pace, t + COME_BACK_MAX_MS);
-      const still = t - lane.freedAt;
-      return Math.min(COME_BACK_MAX_MS, Math.max(COME_BACK_MIN_MS, lane.turnsUntil - t, still));
+      const still = lane ? now() - lane.freedAt : 0;
+      return Math.min(2000, Math.max(50, still));
     },
   };
 }

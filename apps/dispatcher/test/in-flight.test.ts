@@ -68,15 +68,13 @@ describe("an endpoint's share of a dispatcher", () => {
     // Another endpoint has lanes of its own; a job larger than the bound runs when it is alone.
     expect(lanes.enter('other', 200)).not.toBeNull();
     expect(lanes.enter('other', 1)).toBeNull();
-    // Before the endpoint's pace is measured, 500 messages a second: a job of 64 comes back in 128 ms.
-    expect(lanes.turnAway('ep', 64)).toBe(128);
-    // A lane that has handed nothing back for 400 ms keeps the jobs it turns away at least that long.
+    // At least 50 ms, however fresh the lanes.
+    expect(lanes.comeBackMs('ep')).toBe(50);
     now += 400;
-    expect(lanes.turnAway('ep', 64)).toBe(400);
-    // Messages handed back as their attempts end make room, a message at a time. One in 400 ms is the pace now:
-    // a job of one message comes back after the turns given before it (until 1528) and 400 ms of its own.
+    expect(lanes.comeBackMs('ep')).toBe(400);
+    // Messages handed back as their attempts end make room, a message at a time.
     first.free();
-    expect(lanes.turnAway('ep', 1)).toBe(528);
+    expect(lanes.comeBackMs('ep')).toBe(50);
     expect(lanes.enter('ep', 2)).toBeNull();
     const single = lanes.enter('ep', 1)!;
     expect(single).not.toBeNull();
@@ -86,40 +84,11 @@ describe("an endpoint's share of a dispatcher", () => {
     first.free();
     const third = lanes.enter('ep', 63)!;
     expect(lanes.enter('ep', 1)).toBeNull();
-    // A lane that hands nothing back (a hanging endpoint): jobs turned away come back every 5 s at most.
+    // A lane that hands nothing back (a hanging endpoint): jobs turned away come back every 2 s at most.
     now += 60_000;
-    expect(lanes.turnAway('ep', 64)).toBe(5000);
+    expect(lanes.comeBackMs('ep')).toBe(2000);
     for (const room of [second, single, third]) room.close();
-    expect(lanes.turnAway('ep', 64)).toBe(50);
+    expect(lanes.comeBackMs('ep')).toBe(50);
     expect(lanes.enter('ep', 128)).not.toBeNull();
-  });
-
-  it('gives the jobs turned away turns one after another, at the pace the endpoint hands messages back', () => {
-    let now = 0;
-    const lanes = createBatchLanes(128, () => now);
-    const rooms = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
-    // A message handed back every 3 ms for a while: the endpoint's pace is 3 ms a message.
-    for (let i = 0; i < 125; i++) {
-      now += 3;
-      rooms[i % 2]!.free();
-    }
-    const refill = lanes.enter('ep', 64)!;
-    expect(refill).not.toBeNull();
-    // Each job turned away waits for its own messages and those of the jobs turned away before it.
-    expect(lanes.turnAway('ep', 64)).toBe(192);
-    expect(lanes.turnAway('ep', 64)).toBe(384);
-    expect(lanes.turnAway('ep', 32)).toBe(480);
-    // Time passing moves the turns closer; a job of one message waits its turn too.
-    now += 120;
-    expect(lanes.turnAway('ep', 1)).toBe(363);
-    // However many wait, none is told to stay away longer than 5 s; they come back and take turns again.
-    for (let i = 0; i < 100; i++) lanes.turnAway('ep', 64);
-    expect(lanes.turnAway('ep', 64)).toBe(5000);
-    for (const room of [...rooms, refill]) room.close();
-    // Empty, the lane keeps no turns; filled again, it remembers the endpoint's pace.
-    expect(lanes.turnAway('ep', 64)).toBe(50);
-    const again = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
-    expect(lanes.turnAway('ep', 64)).toBe(192);
-    for (const room of again) room.close();
   });
 });

@@ -25,17 +25,16 @@ const BATCH_WINDOW_WAIT_MS = 2000;
  * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
  * all, their attempts side by side within the endpoint's share of this process, their successes written
  * together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
- * done with, the job steps aside whole, before its read, until its turn (`createBatchLanes`). A message that
- * cannot be sent now, or whose attempt is to be retried (or threw), goes on as its own `webhook-message.deliver`
- * job, due when it should come back. Run again (a dispatcher died mid-job), the job skips what was recorded and sends the
+ * done with, the job steps aside whole, before its read (`createBatchLanes`). A message that cannot be sent
+ * now, or whose attempt is to be retried (or threw), goes on as its own `webhook-message.deliver` job, due when
+ * it should come back. Run again (a dispatcher died mid-job), the job skips what was recorded and sends the
  * rest: at least once.
  */
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ endpointId, messages }, job, token) => {
     const room = deps.lanes.enter(endpointId, messages.length);
-    // Its turn, jittered a little: the jobs turned away past the longest wait do not all come back at once.
-    if (!room)
-      return later(job, token, deps.lanes.turnAway(endpointId, messages.length) * (1 + Math.random() / 10));
+    // Jittered, so that the jobs turned away together do not all come back together.
+    if (!room) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
     try {
       return await deliverBatch(deps, endpointId, messages, room);
     } finally {

@@ -85,6 +85,12 @@ describe('the PostgreSQL driver patch (patches/, packages/db/README.md)', () => 
         code.match(/^ +clearImmediate\(nextWriteTimer\)\n\s+chunk = nextWriteTimer = null/gm),
         build,
       ).toHaveLength(2);
+      // The driver's own array-types query of a new connection: its rejection is caught, and a close during
+      // the connection's start forgets its error (porsager/postgres#1192, #1223).
+      expect(code, build).toContain('return fetchArrayTypes().catch(noop)');
+      expect(code, build).toMatch(
+        /if \(initial\) \{[^}]*query = results = errorResponse = null[^}]*return reconnect\(\)/,
+      );
     }
   });
 

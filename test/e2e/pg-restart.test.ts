@@ -11,7 +11,9 @@ import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../support/redis-keys'
  * A PostgreSQL of this test's own, restarted (`pg_ctl restart -m fast`) and then frozen (SIGSTOP) under a
  * steady load of actions, with `npm start`'s three roles running against it as real processes. Before the
  * driver patch (patches/postgres+3.4.9.patch) the worker, and the API with it, died of
- * `TypeError: Cannot read properties of null (reading 'write')` from the driver's `nextWrite`.
+ * `TypeError: Cannot read properties of null (reading 'write')` from the driver's `nextWrite`; before its second
+ * part, the dispatcher died of an unhandled `ECONNRESET`: the driver's own array-types query of a new connection,
+ * reset while PostgreSQL restarted (packages/db/test/driver-startup.test.ts provokes it every time).
  */
 const TOKEN = `op_${randomBytes(16).toString('hex')}`;
 const PREFIX = uniquePrefix('stampcard_pgrestart');

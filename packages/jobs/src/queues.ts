@@ -39,7 +39,16 @@ export function createQueues(
     QUEUE_NAMES.map((name) => [
       name,
       shardNames(name, shards, prefix).map(
-        (shard) => new Queue(shard, { connection, prefix: queuePrefix(prefix, shard, connection) }),
+        // No version check: BullMQ makes it (an INFO) once, as the queue is made, and a queue whose check
+        // failed fails every later command for the life of the process. On the producer's connection, which
+        // gives up after 2 s, one slow moment of Redis at start-up did that. A queue sends no blocking command,
+        // which is all the version decides; the workers' connections still check it.
+        (shard) =>
+          new Queue(shard, {
+            connection,
+            prefix: queuePrefix(prefix, shard, connection),
+            skipVersionCheck: true,
+          }),
       ),
     ]),
   );
@@ -326,6 +335,21 @@ export type QueueConnections = {
   close(): Promise<void>;
 };
 
+/** The producer's connection: a Redis that stops answering must not hold a request, its commands give up after 2 s. */
+export const PRODUCER_REDIS: RedisOptions = {
+  maxRetriesPerRequest: 1,
+  enableOfflineQueue: false,
+  commandTimeout: 2000,
+};
+
+/** The producer's on a Redis Cluster: whose master is failing over, it stops retrying after about a second. */
+export const PRODUCER_CLUSTER: ClusterOptions = {
+  maxRedirections: 6,
+  retryDelayOnClusterDown: 150,
+  retryDelayOnFailover: 150,
+  retryDelayOnTryAgain: 150,
+};
+
 /**
  * Connects the two sides every process shape needs, waits until both are ready, and routes connection and
  * queue errors to `onError` (BullMQ prints them when nobody listens).
@@ -350,18 +374,7 @@ export async function connectQueues(
     };
   };
   const [producer, consumer] = await Promise.all([
-    // A Redis that stops answering must not hold a request: its commands give up after 2 s.
-    // On a Redis Cluster whose master is failing over, it stops retrying after about a second.
-    side(
-      'producer',
-      { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 2000 },
-      {
-        maxRedirections: 6,
-        retryDelayOnClusterDown: 150,
-        retryDelayOnFailover: 150,
-        retryDelayOnTryAgain: 150,
-      },
-    ),
+    side('producer', PRODUCER_REDIS, PRODUCER_CLUSTER),
     side('consumer', {}),
   ]);
   return {

@@ -15,7 +15,7 @@ import { claimLeaseMs, createDeliveryBatching } from './batching';
 import { createSender } from './http';
 import { runBacklog } from './processors/backlog';
 import { deliverMessage } from './processors/deliver';
-import { BATCH_LANE_MESSAGES, deliverMessages } from './processors/deliver-batch';
+import { BATCH_LANE_MESSAGES, deliverMessages, laneWaitersMax } from './processors/deliver-batch';
 import { fanOut } from './processors/fan-out';
 import { createSweeper } from './sweeper';
 import { createBatchLanes, createEndpointGate, createInFlight } from './throttle';
@@ -196,7 +196,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     sender,
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency),
-    lanes: createBatchLanes(BATCH_LANE_MESSAGES),
+    lanes: createBatchLanes(BATCH_LANE_MESSAGES, Date.now, laneWaitersMax(opts.concurrency)),
     batching: createDeliveryBatching(opts.ctx, { leaseMs: claimLeaseMs(opts.timeoutMs) }),
     policy: {
       schedule: opts.retrySchedule,

@@ -177,32 +177,96 @@ export type LaneRoom = {
  * more). A replay or a burst queues many batch jobs of one endpoint together: each would load its 64 messages,
  * find the endpoint's window taken by the others, and put most of them back as jobs of their own (a job, a
  * load and a Redis round trip each, for messages that only waited their turn). A batch job that would pass
- * the bound steps aside whole, before loading anything, and comes back after `comeBackMs`; the job slot it
- * leaves goes to other endpoints meanwhile. Jobs of one message (an ordered endpoint's next) count one each.
+ * the bound waits for room in place, in turn with the other jobs of its endpoint (`admit`), or steps aside
+ * whole, before loading anything, and comes back after `comeBackMs`. Jobs of one message (an ordered
+ * endpoint's next) count one each.
+ *
+ * Waiting in place is bounded twice: each job waits at most `admit`'s `maxWaitMs`, and at most `maxWaiting`
+ * jobs of the process wait at once, so the job slots left over still take other endpoints' jobs. A job turned
+ * away costs the process a fetch and a put-back (two BullMQ scripts, and the job's data read again): during a
+ * replay of one endpoint, with every job slot fetching and turning away that endpoint's jobs, they were a third
+ * of the dispatcher's busy time (BENCHMARKS.md).
+ * @param maxWaiting jobs of this process that may wait in place at once. @defaultValue 0: none waits
  */
-export function createBatchLanes(max: number, now: () => number = Date.now) {
+export function createBatchLanes(max: number, now: () => number = Date.now, maxWaiting = 0) {
   /** Of each endpoint: the messages its running batch jobs hold, and when one was last handed back. */
   const lanes = new Map<string, { held: number; freedAt: number }>();
+  /** Of each endpoint: the jobs waiting in place for room, first come first in. */
+  const queued = new Map<string, { messages: number; admit: (room: LaneRoom) => void }[]>();
+  let waiting = 0;
+
+  const take = (id: string, messages: number): LaneRoom | null => {
+    const lane = lanes.get(id) ?? { held: 0, freedAt: now() };
+    if (lane.held > 0 && lane.held + messages > max) return null;
+    lane.held += messages;
+    lanes.set(id, lane);
+    let holding = messages;
+    const giveBack = (n: number) => {
+      if (n <= 0) return;
+      holding -= n;
+      lane.held -= n;
+      lane.freedAt = now();
+      if (lane.held === 0) lanes.delete(id);
+      letIn(id);
+    };
+    return {
+      free: () => giveBack(Math.min(1, holding)),
+      close: () => giveBack(holding),
+    };
+  };
+
+  /** Lets in the endpoint's waiting jobs, in turn, as long as there is room for the first. */
+  const letIn = (id: string) => {
+    const line = queued.get(id);
+    if (!line) return;
+    while (line.length > 0) {
+      const room = take(id, line[0]!.messages);
+      if (!room) return;
+      line.shift()!.admit(room);
+    }
+    queued.delete(id);
+  };
+
+  const enter = (id: string, messages: number): LaneRoom | null =>
+    // A job that comes while others wait goes behind them.
+    queued.has(id) ? null : take(id, messages);
+
   return {
     /** Room for a batch job of `messages` messages of the endpoint, or null when its running jobs leave too little. */
-    enter(id: string, messages: number): LaneRoom | null {
-      const lane = lanes.get(id) ?? { held: 0, freedAt: now() };
-      if (lane.held > 0 && lane.held + messages > max) return null;
-      lane.held += messages;
-      lanes.set(id, lane);
-      let holding = messages;
-      const giveBack = (n: number) => {
-        if (n <= 0) return;
-        holding -= n;
-        lane.held -= n;
-        lane.freedAt = now();
-        if (lane.held === 0) lanes.delete(id);
-      };
-      return {
-        free: () => giveBack(Math.min(1, holding)),
-        close: () => giveBack(holding),
-      };
+    enter,
+    /**
+     * Room for a batch job, waiting in place for up to `maxWaitMs` behind the endpoint's other waiting jobs
+     * when there is none now; null when it did not come in time, or when `maxWaiting` jobs already wait.
+     */
+    admit(id: string, messages: number, maxWaitMs: number): Promise<LaneRoom | null> {
+      const room = enter(id, messages);
+      if (room || waiting >= maxWaiting || maxWaitMs <= 0) return Promise.resolve(room);
+      return new Promise((resolve) => {
+        waiting += 1;
+        const line = queued.get(id) ?? [];
+        queued.set(id, line);
+        let timer: NodeJS.Timeout | undefined;
+        const me = {
+          messages,
+          admit: (given: LaneRoom) => {
+            clearTimeout(timer);
+            waiting -= 1;
+            resolve(given);
+          },
+        };
+        line.push(me);
+        timer = setTimeout(() => {
+          waiting -= 1;
+          line.splice(line.indexOf(me), 1);
+          if (line.length === 0) queued.delete(id);
+          // The first in line leaving may let the next one in (a smaller job).
+          else letIn(id);
+          resolve(null);
+        }, maxWaitMs);
+      });
     },
+    /** Jobs of this process waiting in place for room, now. */
+    waiting: () => waiting,
     /**
      * How long a batch job turned away should wait, in ms: as long as the endpoint has gone without handing a
      * message back, between 50 ms and 2 s. A healthy endpoint's messages end every few ms; a hanging one's

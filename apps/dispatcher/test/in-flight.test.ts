@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { laneWaitersMax } from '../src/processors/deliver-batch';
 import { createBatchLanes, createInFlight } from '../src/throttle';
 
 describe("an endpoint's share of a dispatcher", () => {
@@ -90,5 +91,58 @@ describe("an endpoint's share of a dispatcher", () => {
     for (const room of [second, single, third]) room.close();
     expect(lanes.comeBackMs('ep')).toBe(50);
     expect(lanes.enter('ep', 128)).not.toBeNull();
+  });
+
+  it('lets a batch job wait in place for room, behind the jobs of its endpoint that came first, bounded in time and in number', async () => {
+    const lanes = createBatchLanes(128, Date.now, 3);
+    const running = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
+    // Full: two jobs wait in place, in the order they came; the third of the process to wait may not.
+    const first = lanes.admit('ep', 64, 5000);
+    const second = lanes.admit('ep', 64, 5000);
+    const elsewhere = lanes.admit('other', 64, 5000);
+    expect(await elsewhere).not.toBeNull();
+    const third = lanes.admit('ep', 64, 5000);
+    const fourth = lanes.admit('ep', 64, 5000);
+    expect(lanes.waiting()).toBe(3);
+    expect(await fourth).toBeNull();
+    // A job that comes while others wait goes behind them, even once there is room.
+    running[0]!.close();
+    expect(lanes.enter('ep', 1)).toBeNull();
+    const firstRoom = await first;
+    expect(firstRoom).not.toBeNull();
+    expect(lanes.waiting()).toBe(2);
+    // Room comes back a message at a time: the next waiter gets in once a whole batch fits.
+    for (let i = 0; i < 63; i++) running[1]!.free();
+    let secondIn = false;
+    void second.then(() => {
+      secondIn = true;
+    });
+    await Promise.resolve();
+    expect(secondIn).toBe(false);
+    running[1]!.free();
+    expect(await second).not.toBeNull();
+    // Waiting is bounded: a job whose room does not come in time steps aside, and the one behind it goes on.
+    const late = lanes.admit('ep', 64, 20);
+    expect(await late).toBeNull();
+    firstRoom!.close();
+    expect(await third).not.toBeNull();
+    expect(lanes.waiting()).toBe(0);
+  });
+
+  it('lets three quarters of the job slots wait in place at most, and keeps 4 free at least', () => {
+    expect(laneWaitersMax(64)).toBe(48);
+    expect(laneWaitersMax(8)).toBe(4);
+    expect(laneWaitersMax(4)).toBe(0);
+    expect(laneWaitersMax(1)).toBe(0);
+  });
+
+  it('lets no job wait in place when none may (the default), nor for no time', async () => {
+    const lanes = createBatchLanes(128);
+    lanes.enter('ep', 128);
+    expect(await lanes.admit('ep', 64, 1000)).toBeNull();
+    const some = createBatchLanes(128, Date.now, 2);
+    some.enter('ep', 128);
+    expect(await some.admit('ep', 64, 0)).toBeNull();
+    expect(some.waiting()).toBe(0);
   });
 });

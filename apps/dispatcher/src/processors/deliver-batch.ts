@@ -14,6 +14,20 @@ const AFTER_ERROR_MS = 1000;
 export const BATCH_LANE_MESSAGES = 2 * DELIVERY_BATCH;
 
 /**
+ * How long a batch job waits in place for room in its endpoint's lane before it steps aside, in ms (while fewer
+ * than `laneWaitersMax` jobs of the process wait): a healthy endpoint's lane makes room for the next batch every
+ * few tens of ms.
+ */
+export const LANE_WAIT_MS = 2000;
+
+/**
+ * The jobs of a dispatcher of `concurrency` job slots that may wait in place for their endpoint's lane at once:
+ * all but a quarter of the slots (at least 4), which go on taking other endpoints' jobs meanwhile.
+ */
+export const laneWaitersMax = (concurrency: number) =>
+  Math.max(0, concurrency - Math.max(4, Math.ceil(concurrency / 4)));
+
+/**
  * How long a message of a batch of several waits for a slot of its endpoint's window, when the endpoint is
  * healthy (its window whole), in ms: its batch's own deliveries free them as their answers come, and with the
  * lanes bounded the job slot held meanwhile is not taken from other endpoints. A slow endpoint's messages (its
@@ -25,14 +39,14 @@ const BATCH_WINDOW_WAIT_MS = 2000;
  * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
  * all, their attempts side by side within the endpoint's share of this process, their successes written
  * together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
- * done with, the job steps aside whole, before its read (`createBatchLanes`). A message that cannot be sent
- * now, or whose attempt is to be retried (or threw), goes on as its own `webhook-message.deliver` job, due when
- * it should come back. Run again (a dispatcher died mid-job), the job skips what was recorded and sends the
- * rest: at least once.
+ * done with, the job waits in place for room (`LANE_WAIT_MS`), then steps aside whole, before its read
+ * (`createBatchLanes`). A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on
+ * as its own `webhook-message.deliver` job, due when it should come back. Run again (a dispatcher died mid-job),
+ * the job skips what was recorded and sends the rest: at least once.
  */
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ endpointId, messages }, job, token) => {
-    const room = deps.lanes.enter(endpointId, messages.length);
+    const room = await deps.lanes.admit(endpointId, messages.length, LANE_WAIT_MS);
     // Jittered, so that the jobs turned away together do not all come back together.
     if (!room) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
     try {

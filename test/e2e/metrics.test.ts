@@ -61,9 +61,19 @@ describe('/metrics counts the work done, as a Prometheus server reads it', () =>
     expect(failures).toBeGreaterThan(0);
     expect(hooks.received).toHaveLength(messages + failures);
 
-    const after = await apiMetrics();
-    const delta = (name: string, labels?: Record<string, string>) =>
-      after.value(name, labels) - (before.names.has(name) ? before.value(name, labels) : 0);
+    // The dispatcher counts an attempt once its record has committed, so the rows can show it a moment before
+    // the counters do: scrape until the last success is counted (the figures below must then match exactly).
+    type Scraped = Awaited<ReturnType<typeof apiMetrics>>;
+    const since = (now: Scraped, name: string, labels?: Record<string, string>) =>
+      now.value(name, labels) - (before.names.has(name) ? before.value(name, labels) : 0);
+    const after = await eventually(
+      apiMetrics,
+      (now) =>
+        since(now, 'stampcard_webhook_attempts_total', { outcome: 'succeeded' }) >= messages &&
+        since(now, 'stampcard_webhook_messages_settled_total', { status: 'SUCCEEDED' }) >= messages,
+      10_000,
+    ).catch(() => apiMetrics());
+    const delta = (name: string, labels?: Record<string, string>) => since(after, name, labels);
     const deltaCount = (name: string, labels?: Record<string, string>) =>
       after.count(name, labels) - (before.names.has(name) ? before.count(name, labels) : 0);
 

@@ -80,6 +80,8 @@ export type TestStackOptions = {
   disableAfterMs?: number;
   /** `WEBHOOK_ENDPOINT_CONCURRENCY`. @defaultValue 32 */
   endpointConcurrency?: number;
+  /** The dispatcher's job slots (`DISPATCHER_CONCURRENCY`). @defaultValue 16 */
+  dispatcherConcurrency?: number;
   /** A PENDING message overdue by this is checked for a live job by the sweep. @defaultValue 5000 with `sweep`, else 0 */
   overdueGraceMs?: number;
   /** The rate limits' clock (window edges, lease expiry). @defaultValue Redis's own clock */
@@ -179,7 +181,7 @@ export async function createTestStack(db: TestDb, opts: TestStackOptions = {}): 
     WEBHOOK_THROTTLE_FLOOR_MS: opts.throttleFloorMs?.toString(),
     WEBHOOK_FREE_THROTTLES: opts.freeThrottles?.toString(),
     WEBHOOK_DISABLE_AFTER_MS: opts.disableAfterMs?.toString(),
-    DISPATCHER_CONCURRENCY: '16',
+    DISPATCHER_CONCURRENCY: String(opts.dispatcherConcurrency ?? 16),
     DISPATCH_SWEEP_MS: '200',
     RATE_LIMIT_TIMEOUT_MS: opts.rateLimitTimeoutMs?.toString(),
     WEBHOOK_BACKLOG_BATCH: opts.backlogBatch?.toString(),

@@ -205,6 +205,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     },
     metrics: opts.metrics,
   };
+  opts.metrics?.watchLanes(deliver.lanes.waiting);
   const processors: Processors<'dispatcher'> = {
     'webhook-events.fan-out': fanOut(opts.ctx, opts.queues),
     'webhook-message.deliver': deliverMessage(deliver),

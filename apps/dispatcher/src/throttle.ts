@@ -172,6 +172,11 @@ export type LaneRoom = {
   close(): void;
 };
 
+/** The soonest a batch job turned away by its endpoint's lane comes back, in ms. */
+const COME_BACK_MIN_MS = 50;
+/** The latest a batch job turned away by its endpoint's lane comes back, in ms (the lane of a hanging endpoint). */
+const COME_BACK_MAX_MS = 2000;
+
 /**
  * Messages of one endpoint that batch jobs hold at once in this process, at most `max` (a job alone may hold
  * more). A replay or a burst queues many batch jobs of one endpoint together: each would load its 64 messages,
@@ -275,7 +280,7 @@ export function createBatchLanes(max: number, now: () => number = Date.now, maxW
     comeBackMs(id: string): number {
       const lane = lanes.get(id);
       const still = lane ? now() - lane.freedAt : 0;
-      return Math.min(2000, Math.max(50, still));
+      return Math.min(COME_BACK_MAX_MS, Math.max(COME_BACK_MIN_MS, still));
     },
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { uniqueEmail } from '../../../test/support/factories';
+import { parseMetrics } from '../../../test/support/metrics';
 import { type Received, useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import {
@@ -11,7 +12,27 @@ import {
   registerEndpoint,
 } from '../../../test/support/webhooks';
 
-const stack = useTestStack({ dispatcher: true, endpointConcurrency: 4 });
+const METRICS_TOKEN = 'batch-lanes-metrics-token-0123456789';
+// 8 job slots: at most 4 jobs wait in place for their lane at once (`laneWaitersMax`).
+const stack = useTestStack({
+  dispatcher: true,
+  endpointConcurrency: 4,
+  dispatcherConcurrency: 8,
+  metricsToken: METRICS_TOKEN,
+  metricsPort: 0,
+});
+
+/** The dispatcher's batch-job gauge and counter, read from its `/metrics` as a Prometheus server would. */
+async function laneMetrics() {
+  const res = await fetch(`http://127.0.0.1:${stack.metricsPort}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
+  const m = parseMetrics(await res.text());
+  return {
+    waiting: m.value('stampcard_webhook_batch_jobs_waiting'),
+    steppedAside: m.value('stampcard_webhook_batch_jobs_stepped_aside_total'),
+  };
+}
 const receiver = useReceivers();
 
 /**
@@ -42,8 +63,12 @@ describe("an endpoint's batch jobs", () => {
     // a window of 4 connections.
     const n = 256;
     const ep = await heldEndpoint(stack, n, rx.url);
+    const before = await laneMetrics();
     const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
     expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+    // Two batches fill the endpoint's lane (128 messages): the other two wait in place, and the gauge shows them.
+    const waited = await eventually(laneMetrics, (m) => m.waiting >= 1, 10_000);
+    expect(waited.waiting).toBeLessThanOrEqual(2);
 
     const got = await rx.waitFor(n, 30_000);
     expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
@@ -60,6 +85,34 @@ describe("an endpoint's batch jobs", () => {
     const jobs = await queue.getJobs(['waiting', 'active', 'delayed', 'completed', 'failed']);
     expect(jobs.filter((j) => j?.name === 'webhook-message.deliver')).toEqual([]);
     expect(jobs.filter((j) => j?.name === 'webhook-message-batch.deliver').length).toBe(n / 64);
+    // None was turned away: each waited in place until its turn, and none waits now.
+    const after = await laneMetrics();
+    expect(after.steppedAside - before.steppedAside).toBe(0);
+    expect(after.waiting).toBe(0);
+  });
+
+  it('put back the jobs past the bound on waiting ones, which come back and deliver their messages once', async () => {
+    const { answer, seen } = openAtOnce(20);
+    const rx = await receiver(answer);
+    // Eight batch jobs of one endpoint at once, for 8 job slots: two hold its lane, four wait in place, and the
+    // last two find the waiting bound reached.
+    const n = 512;
+    const ep = await heldEndpoint(stack, n, rx.url);
+    const before = await laneMetrics();
+    const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
+    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+
+    const got = await rx.waitFor(n, 60_000);
+    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
+    await eventually(
+      () => messageCounts(stack, ep.id),
+      (counts) => counts['SUCCEEDED@1'] === n,
+    );
+    expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
+    expect(seen.widest).toBeLessThanOrEqual(4);
+    const after = await laneMetrics();
+    expect(after.steppedAside - before.steppedAside).toBeGreaterThanOrEqual(1);
+    expect(after.waiting).toBe(0);
   });
 
   it("counts an ordered endpoint's next messages one each: released one by one, many still go at once", async () => {

@@ -129,6 +129,30 @@ describe("an endpoint's share of a dispatcher", () => {
     expect(lanes.waiting()).toBe(0);
   });
 
+  it('lets a smaller job behind in when the first in line leaves without its room', async () => {
+    const lanes = createBatchLanes(128, Date.now, 4);
+    const running = lanes.enter('ep', 100)!;
+    // 28 messages of room: too little for the first in line (64), enough for the one behind it (10), which
+    // waits its turn all the same.
+    const first = lanes.admit('ep', 64, 20);
+    let behindIn = false;
+    const behind = lanes.admit('ep', 10, 5000).then((room) => {
+      behindIn = true;
+      return room;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(behindIn).toBe(false);
+    expect(lanes.waiting()).toBe(2);
+    // The first leaves: the one behind gets in, with nothing else handed back.
+    expect(await first).toBeNull();
+    expect(await behind).not.toBeNull();
+    expect(lanes.waiting()).toBe(0);
+    // 110 held: the 18 left take a job of 18, not one of 19.
+    expect(lanes.enter('ep', 19)).toBeNull();
+    expect(lanes.enter('ep', 18)).not.toBeNull();
+    running.close();
+  });
+
   it('lets three quarters of the job slots wait in place at most, and keeps 4 free at least', () => {
     expect(laneWaitersMax(64)).toBe(48);
     expect(laneWaitersMax(8)).toBe(4);

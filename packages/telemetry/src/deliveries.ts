@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { LAG_BUCKETS, LATENCY_BUCKETS } from './buckets';
 
 /** `succeeded`: a 2xx; `throttled`: a 429/503 with Retry-After; `failed`: anything else, or no answer. */
@@ -31,6 +31,21 @@ export function deliveryMetrics(registry: Registry) {
     buckets: LAG_BUCKETS,
     registers: [registry],
   });
+  // What `watchLanes` was last given: the dispatcher started last in this process.
+  let jobsWaiting = () => 0;
+  new Gauge({
+    name: 'stampcard_webhook_batch_jobs_waiting',
+    help: "Batch delivery jobs waiting in place for room in their endpoint's lane, in this process",
+    registers: [registry],
+    collect() {
+      this.set(jobsWaiting());
+    },
+  });
+  const steppedAside = new Counter({
+    name: 'stampcard_webhook_batch_jobs_stepped_aside_total',
+    help: "Batch delivery jobs put back for later because their endpoint's lane had no room in time (a slow or hanging endpoint, or too many jobs waiting)",
+    registers: [registry],
+  });
   return {
     attempt(outcome: AttemptOutcome, errorClass: string | null, seconds: number) {
       attempts.inc({ outcome, error_class: errorClass ?? '' });
@@ -41,6 +56,14 @@ export function deliveryMetrics(registry: Registry) {
     },
     delivered(recordedAt: Date, now: Date) {
       lag.observe(Math.max(0, now.getTime() - recordedAt.getTime()) / 1000);
+    },
+    /** Where the gauge of batch jobs waiting in place reads from (a dispatcher's lanes). */
+    watchLanes(waiting: () => number) {
+      jobsWaiting = waiting;
+    },
+    /** A batch job found no room in its endpoint's lane in time, and was put back for later. */
+    batchSteppedAside() {
+      steppedAside.inc();
     },
   };
 }

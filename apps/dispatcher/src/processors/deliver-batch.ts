@@ -47,8 +47,11 @@ const BATCH_WINDOW_WAIT_MS = 2000;
 export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-batch.deliver'> {
   return async ({ endpointId, messages }, job, token) => {
     const room = await deps.lanes.admit(endpointId, messages.length, LANE_WAIT_MS);
-    // Jittered, so that the jobs turned away together do not all come back together.
-    if (!room) return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
+    if (!room) {
+      deps.metrics?.batchSteppedAside();
+      // Jittered, so that the jobs turned away together do not all come back together.
+      return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
+    }
     try {
       return await deliverBatch(deps, endpointId, messages, room);
     } finally {

@@ -196,7 +196,7 @@ export function startDispatcher(options: DispatcherOptions): StampcardDispatcher
     sender,
     gate: createEndpointGate(opts.connection, opts.prefix),
     inFlight: createInFlight(opts.endpointConcurrency),
-    lanes: createBatchLanes(BATCH_LANE_MESSAGES, Date.now, laneWaitersMax(opts.concurrency)),
+    lanes: createBatchLanes(BATCH_LANE_MESSAGES, { maxWaiting: laneWaitersMax(opts.concurrency) }),
     batching: createDeliveryBatching(opts.ctx, { leaseMs: claimLeaseMs(opts.timeoutMs) }),
     policy: {
       schedule: opts.retrySchedule,

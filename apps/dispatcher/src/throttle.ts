@@ -174,8 +174,26 @@ export type LaneRoom = {
 
 /** The soonest a batch job turned away by its endpoint's lane comes back, in ms. */
 const COME_BACK_MIN_MS = 50;
-/** The latest a batch job turned away by its endpoint's lane comes back, in ms (the lane of a hanging endpoint). */
+/**
+ * The latest a batch job turned away by a lane that has handed nothing back for a while comes back, in ms (a
+ * hanging endpoint's), before the jitter that spreads them.
+ */
 const COME_BACK_MAX_MS = 2000;
+/** The latest a batch job is given a turn in its endpoint's lane, in ms from when it is turned away. */
+const TURN_MAX_MS = 10_000;
+/** A job turned away is given its turn when this share of the messages ahead of it has gone. */
+const EARLY = 0.6;
+/** A lane's pace (messages handed back per ms) is measured over stretches of at least this long, in ms. */
+const PACE_SPAN_MS = 250;
+
+export type BatchLaneOptions = {
+  /** @defaultValue `Date.now` */
+  now?: () => number;
+  /** Spreads the jobs turned away by a hanging endpoint's lane. @defaultValue `Math.random` */
+  random?: () => number;
+  /** Jobs of this process that may wait in place at once. @defaultValue 0: none waits */
+  maxWaiting?: number;
+};
 
 /**
  * Messages of one endpoint that batch jobs hold at once in this process, at most `max` (a job alone may hold
@@ -183,35 +201,67 @@ const COME_BACK_MAX_MS = 2000;
  * find the endpoint's window taken by the others, and put most of them back as jobs of their own (a job, a
  * load and a Redis round trip each, for messages that only waited their turn). A batch job that would pass
  * the bound waits for room in place, in turn with the other jobs of its endpoint (`admit`), or steps aside
- * whole, before loading anything, and comes back after `comeBackMs`. Jobs of one message (an ordered
+ * whole, before loading anything, and comes back at its turn (`comeBackMs`). Jobs of one message (an ordered
  * endpoint's next) count one each.
  *
  * Waiting in place is bounded twice: each job waits at most `admit`'s `maxWaitMs`, and at most `maxWaiting`
  * jobs of the process wait at once, so the job slots left over still take other endpoints' jobs. A job turned
- * away costs the process a fetch and a put-back (two BullMQ scripts, and the job's data read again): during a
- * replay of one endpoint, with every job slot fetching and turning away that endpoint's jobs, they were a third
- * of the dispatcher's busy time (BENCHMARKS.md).
- * @param maxWaiting jobs of this process that may wait in place at once. @defaultValue 0: none waits
+ * away costs the process a fetch and a put-back (two BullMQ scripts, and the job's data read again), so it is
+ * put back until its turn is likely to have come, from the pace its endpoint's lane keeps: during a replay of
+ * one endpoint, the slots left over fetched and turned away the same jobs every 50-100 ms, 40 times each
+ * (BENCHMARKS.md).
  */
-export function createBatchLanes(max: number, now: () => number = Date.now, maxWaiting = 0) {
+export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
+  const { now = Date.now, random = Math.random, maxWaiting = 0 } = options;
   /** Of each endpoint: the messages its running batch jobs hold, and when one was last handed back. */
   const lanes = new Map<string, { held: number; freedAt: number }>();
   /** Of each endpoint: the jobs waiting in place for room, first come first in. */
   const queued = new Map<string, { messages: number; admit: (room: LaneRoom) => void }[]>();
+  /**
+   * Of each endpoint: messages handed back since `since`, and the pace last measured over a stretch of at least
+   * `PACE_SPAN_MS` while jobs waited in place for its lane, in messages per ms (0: none measured yet).
+   */
+  const paces = new Map<string, { freed: number; since: number; perMs: number }>();
+  /** Of each endpoint: when the last job turned away was told its turn would come (epoch ms). */
+  const turns = new Map<string, number>();
   let waiting = 0;
 
+  const measure = (id: string, freed: number) => {
+    const t = now();
+    const pace = paces.get(id);
+    if (!pace) return;
+    // Only while jobs wait for the lane is its pace what it can take, not what came to it (`admit` starts a
+    // stretch when a line forms).
+    if (!queued.has(id)) return;
+    pace.freed += freed;
+    const span = t - pace.since;
+    if (span < PACE_SPAN_MS) return;
+    pace.perMs = pace.freed / span;
+    pace.freed = 0;
+    pace.since = t;
+  };
+
   const take = (id: string, messages: number): LaneRoom | null => {
-    const lane = lanes.get(id) ?? { held: 0, freedAt: now() };
-    if (lane.held > 0 && lane.held + messages > max) return null;
-    lane.held += messages;
-    lanes.set(id, lane);
+    let lane = lanes.get(id);
+    if (lane && lane.held + messages > max) return null;
+    if (!lane) {
+      lane = { held: 0, freedAt: now() };
+      lanes.set(id, lane);
+      if (!paces.has(id)) {
+        if (paces.size > 10_000) paces.clear();
+        paces.set(id, { freed: 0, since: lane.freedAt, perMs: 0 });
+      }
+    }
+    const taken = lane;
+    taken.held += messages;
     let holding = messages;
     const giveBack = (n: number) => {
       if (n <= 0) return;
       holding -= n;
-      lane.held -= n;
-      lane.freedAt = now();
-      if (lane.held === 0) lanes.delete(id);
+      taken.held -= n;
+      taken.freedAt = now();
+      measure(id, n);
+      if (taken.held === 0) lanes.delete(id);
       letIn(id);
     };
     return {
@@ -248,8 +298,13 @@ export function createBatchLanes(max: number, now: () => number = Date.now, maxW
       if (room || waiting >= maxWaiting || maxWaitMs <= 0) return Promise.resolve(room);
       return new Promise((resolve) => {
         waiting += 1;
-        const line = queued.get(id) ?? [];
-        queued.set(id, line);
+        let line = queued.get(id);
+        if (!line) {
+          line = [];
+          queued.set(id, line);
+          const pace = paces.get(id);
+          if (pace) Object.assign(pace, { freed: 0, since: now() });
+        }
         let timer: NodeJS.Timeout | undefined;
         const me = {
           messages,
@@ -273,14 +328,33 @@ export function createBatchLanes(max: number, now: () => number = Date.now, maxW
     /** Jobs of this process waiting in place for room, now. */
     waiting: () => waiting,
     /**
-     * How long a batch job turned away should wait, in ms: as long as the endpoint has gone without handing a
-     * message back, between 50 ms and 2 s. A healthy endpoint's messages end every few ms; a hanging one's
-     * waiting jobs come back every 2 s, not in a tight loop.
+     * How long a batch job of `messages` messages turned away should wait, in ms, which books its turn:
+     * - once the endpoint's lane has a measured pace, and has handed a message back within 2 s: until
+     *   `EARLY` (0.6) of the messages ahead of the job (held, waiting in place, and those of the jobs turned
+     *   away before it), and of its own, have gone at that pace. The jobs turned away come back one after
+     *   another, a little faster than the lane takes them, at most `TURN_MAX_MS` (10 s) ahead;
+     * - otherwise, as long as the lane has gone without handing a message back, between 50 ms and 2 s, spread
+     *   by up to as much again: a hanging endpoint's jobs come back every 2-4 s, not in a tight loop.
      */
-    comeBackMs(id: string): number {
+    comeBackMs(id: string, messages: number): number {
+      const t = now();
       const lane = lanes.get(id);
-      const still = lane ? now() - lane.freedAt : 0;
-      return Math.min(COME_BACK_MAX_MS, Math.max(COME_BACK_MIN_MS, still));
+      const still = lane ? t - lane.freedAt : 0;
+      const perMs = paces.get(id)?.perMs ?? 0;
+      if (perMs <= 0 || still >= COME_BACK_MAX_MS) {
+        return Math.min(COME_BACK_MAX_MS, Math.max(COME_BACK_MIN_MS, still)) * (1 + random());
+      }
+      const line = queued.get(id) ?? [];
+      const ahead = (lane?.held ?? 0) + line.reduce((sum, job) => sum + job.messages, 0);
+      const booked = turns.get(id) ?? 0;
+      // Early, and closer together than the pace: the lane must never wait for jobs that are away (its pace
+      // would then measure how fast they come back, and they would come back slower and slower). What comes
+      // too early waits in place, or is turned away once more.
+      const pace = perMs / EARLY;
+      const turn = Math.min(Math.max(t + ahead / pace, booked) + messages / pace, t + TURN_MAX_MS);
+      if (turns.size > 10_000) turns.clear();
+      turns.set(id, turn);
+      return Math.max(COME_BACK_MIN_MS, turn - t);
     },
   };
 }

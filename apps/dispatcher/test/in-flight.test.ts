@@ -58,7 +58,7 @@ describe("an endpoint's share of a dispatcher", () => {
 
   it("bounds the messages an endpoint's batch jobs hold at once, handed back one by one, and tells a job turned away to come back as long as none was", () => {
     let now = 1000;
-    const lanes = createBatchLanes(128, () => now);
+    const lanes = createBatchLanes(128, { now: () => now, random: () => 0 });
     const first = lanes.enter('ep', 64)!;
     const second = lanes.enter('ep', 64)!;
     expect(first).not.toBeNull();
@@ -69,13 +69,12 @@ describe("an endpoint's share of a dispatcher", () => {
     // Another endpoint has lanes of its own; a job larger than the bound runs when it is alone.
     expect(lanes.enter('other', 200)).not.toBeNull();
     expect(lanes.enter('other', 1)).toBeNull();
-    // At least 50 ms, however fresh the lanes.
-    expect(lanes.comeBackMs('ep')).toBe(50);
+    // Before the lane has a pace: at least 50 ms, however fresh the lanes, and as long as none was handed back.
+    expect(lanes.comeBackMs('ep', 64)).toBe(50);
     now += 400;
-    expect(lanes.comeBackMs('ep')).toBe(400);
+    expect(lanes.comeBackMs('ep', 64)).toBe(400);
     // Messages handed back as their attempts end make room, a message at a time.
     first.free();
-    expect(lanes.comeBackMs('ep')).toBe(50);
     expect(lanes.enter('ep', 2)).toBeNull();
     const single = lanes.enter('ep', 1)!;
     expect(single).not.toBeNull();
@@ -85,16 +84,70 @@ describe("an endpoint's share of a dispatcher", () => {
     first.free();
     const third = lanes.enter('ep', 63)!;
     expect(lanes.enter('ep', 1)).toBeNull();
-    // A lane that hands nothing back (a hanging endpoint): jobs turned away come back every 2 s at most.
+    // A lane that hands nothing back (a hanging endpoint): jobs turned away come back every 2 s at most,
+    // spread by up to as much again.
     now += 60_000;
-    expect(lanes.comeBackMs('ep')).toBe(2000);
+    expect(lanes.comeBackMs('ep', 64)).toBe(2000);
+    const spread = createBatchLanes(128, { now: () => now, random: () => 0.5 });
+    spread.enter('ep', 128);
+    now += 60_000;
+    expect(spread.comeBackMs('ep', 64)).toBe(3000);
     for (const room of [second, single, third]) room.close();
-    expect(lanes.comeBackMs('ep')).toBe(50);
     expect(lanes.enter('ep', 128)).not.toBeNull();
   });
 
+  it("books each job turned away a turn from its lane's pace, early and one after another, up to 10 s ahead", async () => {
+    let now = 0;
+    const lanes = createBatchLanes(128, { now: () => now, random: () => 0, maxWaiting: 1 });
+    const running = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
+    // Handed back while no job waits, messages say how fast they came, not how fast the lane goes: no pace.
+    for (let i = 0; i < 32; i++) {
+      now += 10;
+      running[0]!.free();
+    }
+    expect(lanes.comeBackMs('ep', 64)).toBe(50);
+    // A job waits in place: 32 messages handed back, one every 10 ms, are a pace of 0.1 a ms.
+    const waiter = lanes.admit('ep', 64, 60_000);
+    for (let i = 0; i < 32; i++) {
+      now += 10;
+      running[0]!.free();
+    }
+    // The waiting job got in with the last message handed back: 128 held ahead, then its own 64, at 0.1 a ms
+    // counted as 0.1 / 0.6 (early): 1,152 ms.
+    expect(lanes.comeBackMs('ep', 64)).toBeCloseTo(1152, 6);
+    // The next one's turn comes after the first's; a smaller job's sooner after it.
+    expect(lanes.comeBackMs('ep', 64)).toBeCloseTo(1536, 6);
+    expect(lanes.comeBackMs('ep', 32)).toBeCloseTo(1728, 6);
+    // Turns are booked in time, not in ms from each call: 240 ms later, the line is 240 ms shorter.
+    now += 240;
+    expect(lanes.comeBackMs('ep', 64)).toBeCloseTo(1872, 6);
+    // No further than 10 s ahead, however long the line.
+    for (let i = 0; i < 30; i++) lanes.comeBackMs('ep', 64);
+    expect(lanes.comeBackMs('ep', 64)).toBe(10_000);
+    // Another endpoint's lane keeps its own pace and turns: none measured yet.
+    lanes.enter('other', 64);
+    expect(lanes.comeBackMs('other', 64)).toBe(50);
+    // The waiting job gets in; the lane stands empty a minute, then a line forms again: the pace is measured
+    // from then, not over the minute.
+    running[0]!.close();
+    running[1]!.close();
+    (await waiter)!.close();
+    now += 60_000;
+    const again = lanes.enter('ep', 128)!;
+    const next = lanes.admit('ep', 64, 60_000);
+    for (let i = 0; i < 64; i++) {
+      now += 8;
+      again.free();
+    }
+    // 0.125 a ms; the waiting job got in (128 held, none waiting): 128 ahead, then its own 64. The old
+    // bookings are long past.
+    expect(lanes.comeBackMs('ep', 64)).toBeCloseTo((192 * 0.6) / 0.125, 6);
+    (await next)!.close();
+    again.close();
+  });
+
   it('lets a batch job wait in place for room, behind the jobs of its endpoint that came first, bounded in time and in number', async () => {
-    const lanes = createBatchLanes(128, Date.now, 3);
+    const lanes = createBatchLanes(128, { maxWaiting: 3 });
     const running = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
     // Full: two jobs wait in place, in the order they came; the third of the process to wait may not.
     const first = lanes.admit('ep', 64, 5000);
@@ -130,7 +183,7 @@ describe("an endpoint's share of a dispatcher", () => {
   });
 
   it('lets a smaller job behind in when the first in line leaves without its room', async () => {
-    const lanes = createBatchLanes(128, Date.now, 4);
+    const lanes = createBatchLanes(128, { maxWaiting: 4 });
     const running = lanes.enter('ep', 100)!;
     // 28 messages of room: too little for the first in line (64), enough for the one behind it (10), which
     // waits its turn all the same.
@@ -164,7 +217,7 @@ describe("an endpoint's share of a dispatcher", () => {
     const lanes = createBatchLanes(128);
     lanes.enter('ep', 128);
     expect(await lanes.admit('ep', 64, 1000)).toBeNull();
-    const some = createBatchLanes(128, Date.now, 2);
+    const some = createBatchLanes(128, { maxWaiting: 2 });
     some.enter('ep', 128);
     expect(await some.admit('ep', 64, 0)).toBeNull();
     expect(some.waiting()).toBe(0);

@@ -49,8 +49,7 @@ export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-b
     const room = await deps.lanes.admit(endpointId, messages.length, LANE_WAIT_MS);
     if (!room) {
       deps.metrics?.batchSteppedAside();
-      // Jittered, so that the jobs turned away together do not all come back together.
-      return later(job, token, deps.lanes.comeBackMs(endpointId) * (1 + Math.random()));
+      return later(job, token, deps.lanes.comeBackMs(endpointId, messages.length));
     }
     try {
       return await deliverBatch(deps, endpointId, messages, room);

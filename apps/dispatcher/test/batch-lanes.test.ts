@@ -55,30 +55,43 @@ function openAtOnce(delayMs: number, counts: (r: Received) => boolean = () => tr
   return { answer, seen };
 }
 
+/**
+ * `n` messages held for a disabled endpoint whose receiver answers in 20 ms, released together by enabling it
+ * (batch jobs of 64, queued at once). `meanwhile` runs once the endpoint is enabled. Answers when each message
+ * has been received once and recorded SUCCEEDED once, with the widest the receiver saw and the lane metrics
+ * before and after.
+ */
+async function releaseHeld(n: number, meanwhile: () => Promise<void> = async () => {}) {
+  const { answer, seen } = openAtOnce(20);
+  const rx = await receiver(answer);
+  const ep = await heldEndpoint(stack, n, rx.url);
+  const before = await laneMetrics();
+  const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
+  expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
+  await meanwhile();
+
+  const got = await rx.waitFor(n, 60_000);
+  expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
+  // Released by the enabling: a new generation of each, every one recorded once.
+  await eventually(
+    () => messageCounts(stack, ep.id),
+    (counts) => counts['SUCCEEDED@1'] === n,
+  );
+  expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
+  return { widest: seen.widest, before, after: await laneMetrics() };
+}
+
 describe("an endpoint's batch jobs", () => {
   it('deliver a backlog of one endpoint in their batches, within its window, instead of putting most of it back message by message', async () => {
-    const { answer, seen } = openAtOnce(20);
-    const rx = await receiver(answer);
     // 256 messages waiting for their endpoint: enabling it queues them as four batch jobs of 64, together, for
-    // a window of 4 connections.
+    // a window of 4 connections. Two batches fill the endpoint's lane (128 messages): the other two wait in
+    // place, and the gauge shows them.
     const n = 256;
-    const ep = await heldEndpoint(stack, n, rx.url);
-    const before = await laneMetrics();
-    const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
-    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
-    // Two batches fill the endpoint's lane (128 messages): the other two wait in place, and the gauge shows them.
-    const waited = await eventually(laneMetrics, (m) => m.waiting >= 1, 10_000);
-    expect(waited.waiting).toBeLessThanOrEqual(2);
-
-    const got = await rx.waitFor(n, 30_000);
-    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
-    // Released by the enabling: a new generation of each, every one recorded once.
-    await eventually(
-      () => messageCounts(stack, ep.id),
-      (counts) => counts['SUCCEEDED@1'] === n,
-    );
-    expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
-    expect(seen.widest).toBeLessThanOrEqual(4);
+    const { widest, before, after } = await releaseHeld(n, async () => {
+      const waited = await eventually(laneMetrics, (m) => m.waiting >= 1, 10_000);
+      expect(waited.waiting).toBeLessThanOrEqual(2);
+    });
+    expect(widest).toBeLessThanOrEqual(4);
     // Every message went in its batch: none waited its turn as a job of its own (at 50 ms of waiting for a
     // slot each, all but a few of each batch did before).
     const queue = stack.deps.queues.forJob('webhook-message.deliver');
@@ -86,31 +99,15 @@ describe("an endpoint's batch jobs", () => {
     expect(jobs.filter((j) => j?.name === 'webhook-message.deliver')).toEqual([]);
     expect(jobs.filter((j) => j?.name === 'webhook-message-batch.deliver').length).toBe(n / 64);
     // None was turned away: each waited in place until its turn, and none waits now.
-    const after = await laneMetrics();
     expect(after.steppedAside - before.steppedAside).toBe(0);
     expect(after.waiting).toBe(0);
   });
 
   it('put back the jobs past the bound on waiting ones, which come back and deliver their messages once', async () => {
-    const { answer, seen } = openAtOnce(20);
-    const rx = await receiver(answer);
     // Eight batch jobs of one endpoint at once, for 8 job slots: two hold its lane, four wait in place, and the
     // last two find the waiting bound reached.
-    const n = 512;
-    const ep = await heldEndpoint(stack, n, rx.url);
-    const before = await laneMetrics();
-    const enabled = await operator(stack).patch(`/admin/v1/webhook-endpoints/${ep.id}`, { enabled: true });
-    expect(enabled.status, JSON.stringify(enabled.body)).toBe(200);
-
-    const got = await rx.waitFor(n, 60_000);
-    expect(new Set(got.map((r) => r.headers['webhook-id'])).size).toBe(n);
-    await eventually(
-      () => messageCounts(stack, ep.id),
-      (counts) => counts['SUCCEEDED@1'] === n,
-    );
-    expect(await messageCounts(stack, ep.id)).toEqual({ 'SUCCEEDED@1': n });
-    expect(seen.widest).toBeLessThanOrEqual(4);
-    const after = await laneMetrics();
+    const { widest, before, after } = await releaseHeld(512);
+    expect(widest).toBeLessThanOrEqual(4);
     expect(after.steppedAside - before.steppedAside).toBeGreaterThanOrEqual(1);
     expect(after.waiting).toBe(0);
   });

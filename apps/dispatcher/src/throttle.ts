@@ -218,8 +218,9 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
   /** Of each endpoint: the jobs waiting in place for room, first come first in. */
   const queued = new Map<string, { messages: number; admit: (room: LaneRoom) => void }[]>();
   /**
-   * Of each endpoint: messages handed back since `since`, and the pace last measured over a stretch of at least
-   * `PACE_SPAN_MS` while jobs waited in place for its lane, in messages per ms (0: none measured yet).
+   * Of each endpoint whose lane jobs have waited for: messages handed back since `since`, and the pace last
+   * measured over a stretch of at least `PACE_SPAN_MS` while jobs waited in place, in messages per ms (0: none
+   * measured yet). A stretch starts when a line forms (`admit`).
    */
   const paces = new Map<string, { freed: number; since: number; perMs: number }>();
   /** Of each endpoint: when the last job turned away was told its turn would come (epoch ms). */
@@ -227,13 +228,11 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
   let waiting = 0;
 
   const measure = (id: string, freed: number) => {
-    const t = now();
-    const pace = paces.get(id);
+    // Only while jobs wait for the lane is its pace what it can take, not what came to it.
+    const pace = queued.has(id) ? paces.get(id) : undefined;
     if (!pace) return;
-    // Only while jobs wait for the lane is its pace what it can take, not what came to it (`admit` starts a
-    // stretch when a line forms).
-    if (!queued.has(id)) return;
     pace.freed += freed;
+    const t = now();
     const span = t - pace.since;
     if (span < PACE_SPAN_MS) return;
     pace.perMs = pace.freed / span;
@@ -242,26 +241,19 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
   };
 
   const take = (id: string, messages: number): LaneRoom | null => {
-    let lane = lanes.get(id);
-    if (lane && lane.held + messages > max) return null;
-    if (!lane) {
-      lane = { held: 0, freedAt: now() };
-      lanes.set(id, lane);
-      if (!paces.has(id)) {
-        if (paces.size > 10_000) paces.clear();
-        paces.set(id, { freed: 0, since: lane.freedAt, perMs: 0 });
-      }
-    }
-    const taken = lane;
-    taken.held += messages;
+    const known = lanes.get(id);
+    if (known && known.held + messages > max) return null;
+    const lane = known ?? { held: 0, freedAt: now() };
+    lanes.set(id, lane);
+    lane.held += messages;
     let holding = messages;
     const giveBack = (n: number) => {
       if (n <= 0) return;
       holding -= n;
-      taken.held -= n;
-      taken.freedAt = now();
+      lane.held -= n;
+      lane.freedAt = now();
       measure(id, n);
-      if (taken.held === 0) lanes.delete(id);
+      if (lane.held === 0) lanes.delete(id);
       letIn(id);
     };
     return {
@@ -302,8 +294,9 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
         if (!line) {
           line = [];
           queued.set(id, line);
-          const pace = paces.get(id);
-          if (pace) Object.assign(pace, { freed: 0, since: now() });
+          // A stretch of the lane's pace starts; the pace last measured stands until this one is.
+          if (paces.size > 10_000) paces.clear();
+          paces.set(id, { freed: 0, since: now(), perMs: paces.get(id)?.perMs ?? 0 });
         }
         let timer: NodeJS.Timeout | undefined;
         const me = {

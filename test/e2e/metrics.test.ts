@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { client, eventually, overHttp } from '../support/client';
 import { makeWorld, uniqueEmail } from '../support/factories';
-import { parseMetrics } from '../support/metrics';
+import { scrapeMetrics } from '../support/metrics';
 import { useReceivers } from '../support/receiver';
 import { useTestStack } from '../support/use';
 import { messageCounts, registerEndpoint } from '../support/webhooks';
@@ -15,12 +15,7 @@ const stack = useTestStack({ http: true, dispatcher: true, metricsToken: METRICS
 const receiver = useReceivers();
 const ROOMY = { second: 1000, minute: 1000, hour: 1000, concurrency: 10, slowdownAfter: 0 };
 
-const scrape = async (url: string, token = METRICS_TOKEN) => {
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
-  return parseMetrics(await res.text());
-};
+const scrape = (url: string, token = METRICS_TOKEN) => scrapeMetrics(url, token);
 const apiMetrics = () => scrape(`${stack.baseUrl}/metrics`);
 
 describe('/metrics counts the work done, as a Prometheus server reads it', () => {

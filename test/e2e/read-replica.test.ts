@@ -2,7 +2,7 @@ import { createDb, createReplica, type DbHandle, runMigrations } from '@stampcar
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { client, operatorProgram, overHttp } from '../support/client';
-import { parseMetrics } from '../support/metrics';
+import { scrapeMetrics } from '../support/metrics';
 import { type OwnPostgres, type OwnStandby, startOwnPostgres } from '../support/own-postgres';
 import { createTestStack, OPERATOR_TOKEN, type TestStack } from '../support/stack';
 
@@ -134,10 +134,7 @@ describe('a read replica (DATABASE_READ_URL)', () => {
 
   it('stopped, leaves its reads to the primary at once, and is used again once back', async () => {
     const { api, campaignId } = await program();
-    const metrics = async () => {
-      const r = await fetch(`${base()}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
-      return parseMetrics(await r.text());
-    };
+    const metrics = () => scrapeMetrics(`${base()}/metrics`, METRICS_TOKEN);
     expect((await metrics()).value('stampcard_db_replica_in_use')).toBe(1);
     standby.stop();
     try {

@@ -1,4 +1,5 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { expect } from 'vitest';
 
 export type Scrape = {
   /** Every family the text held, by name. */
@@ -25,4 +26,12 @@ export function parseMetrics(text: string): Scrape {
     value: (name, labels = {}) => matching(name, labels).reduce((sum, m) => sum + Number(m.value), 0),
     count: (name, labels = {}) => matching(name, labels).reduce((sum, m) => sum + Number(m.count), 0),
   };
+}
+
+/** `GET url` (a `/metrics`) with the bearer `token`: answered 200 in Prometheus's text format, and parsed. */
+export async function scrapeMetrics(url: string, token: string): Promise<Scrape> {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+  return parseMetrics(await res.text());
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../../test/support/client';
 import { uniqueEmail } from '../../../test/support/factories';
-import { parseMetrics } from '../../../test/support/metrics';
+import { scrapeMetrics } from '../../../test/support/metrics';
 import { type Received, useReceivers } from '../../../test/support/receiver';
 import { useTestStack } from '../../../test/support/use';
 import {
@@ -24,10 +24,7 @@ const stack = useTestStack({
 
 /** The dispatcher's batch-job gauge and counter, read from its `/metrics` as a Prometheus server would. */
 async function laneMetrics() {
-  const res = await fetch(`http://127.0.0.1:${stack.metricsPort}/metrics`, {
-    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
-  });
-  const m = parseMetrics(await res.text());
+  const m = await scrapeMetrics(`http://127.0.0.1:${stack.metricsPort}/metrics`, METRICS_TOKEN);
   return {
     waiting: m.value('stampcard_webhook_batch_jobs_waiting'),
     steppedAside: m.value('stampcard_webhook_batch_jobs_stepped_aside_total'),

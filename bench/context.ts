@@ -1,4 +1,4 @@
-import type { Queues } from '@stampcard/jobs';
+import type { Queues, RedisClient } from '@stampcard/jobs';
 import type postgres from 'postgres';
 import type { Receiver } from '../test/support/receiver';
 import type { Seeded } from './seed';
@@ -16,6 +16,8 @@ export type Bench = {
   sql: postgres.Sql;
   /** The service's queues, under the run's QUEUE_PREFIX, for the apply fast path. */
   queues: Queues;
+  /** The connection under `queues` (a Redis Cluster's with `--redis-cluster`), for Redis's own counts. */
+  redis: RedisClient;
   seeded: Seeded;
   /** The local webhook receiver (test/support/receiver.ts) the endpoints point at. */
   receiver: Receiver;

@@ -186,8 +186,8 @@ export function summary(f: Figures): string {
   ]);
   const d = f.dispatch;
   rows.push([
-    'dispatch: webhook deliveries/s',
-    fmt(d?.stampcard.perSecond),
+    'dispatch: webhook deliveries/s (Redis commands per delivery)',
+    d ? `${fmt(d.stampcard.perSecond)} (${d.stampcard.redisCommandsPerDelivery})` : fmt(undefined),
     fmt(d?.baseline.perSecond),
     fmt(d?.ratio, 3),
     `≥ ${TARGETS.dispatch}`,

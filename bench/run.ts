@@ -158,7 +158,18 @@ try {
     participants: settings.participants,
     receiverUrl: receiver.url,
   });
-  const bench: Bench = { settings, services: runner, apiUrls, dbUrl, sql, queues, seeded, receiver, token };
+  const bench: Bench = {
+    settings,
+    services: runner,
+    apiUrls,
+    dbUrl,
+    sql,
+    queues,
+    redis,
+    seeded,
+    receiver,
+    token,
+  };
 
   const wanted = new Set(settings.only);
   if (wanted.has('ingest')) figures.ingest = await measureIngest(bench);

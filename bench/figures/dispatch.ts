@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks';
+import type { RedisClient } from '@stampcard/jobs';
+import { Cluster } from 'ioredis';
 import { queueActions } from '../backlog';
 import { type DispatchBaselineResult, dispatchBaseline } from '../baselines';
 import type { Bench } from '../context';
@@ -27,10 +29,26 @@ export type DispatchFigure = {
     replayCallMs: number[];
     /** Distinct messages received every 5 s of the timed replay. */
     timeline: { s: number; received: number }[];
+    /**
+     * Commands Redis ran during the timed replay per message delivered (`INFO commandstats`, every master; all
+     * clients: the dispatcher's jobs and gate, and the other roles' and the bench's few meanwhile).
+     */
+    redisCommandsPerDelivery: number;
   };
   baseline: DispatchBaselineResult;
   ratio: number;
 };
+
+/** Commands Redis has run since it started (`INFO commandstats`), summed over every master of a cluster. */
+async function redisCommands(redis: RedisClient): Promise<number> {
+  const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+  let total = 0;
+  for (const node of nodes) {
+    for (const [, calls] of (await node.info('commandstats')).matchAll(/calls=(\d+)/g))
+      total += Number(calls);
+  }
+  return total;
+}
 
 /** Headers a request of the receiver carried that a client sets per connection, not per message. */
 const HOP_HEADERS = new Set(['host', 'content-length', 'connection', 'transfer-encoding', 'keep-alive']);
@@ -171,6 +189,7 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
   progress(
     `dispatch: replaying ${n} SUCCEEDED messages (${windows.length} replay call(s)), dispatcher running`,
   );
+  const commandsBefore = await redisCommands(bench.redis);
   const started = performance.now();
   let replayed = 0;
   const replayCallMs: number[] = [];
@@ -199,7 +218,10 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
   );
   const seconds = (performance.now() - started) / 1000;
   const perSecond = round(n / seconds);
-  progress(`dispatch: ${perSecond} deliveries/s`);
+  const redisCommandsPerDelivery = ((await redisCommands(bench.redis)) - commandsBefore) / n;
+  progress(
+    `dispatch: ${perSecond} deliveries/s, ${round(redisCommandsPerDelivery, 2)} Redis commands per delivery`,
+  );
   return {
     stampcard: {
       deliveries: n,
@@ -212,6 +234,7 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
       repeats,
       replayCallMs,
       timeline,
+      redisCommandsPerDelivery: round(redisCommandsPerDelivery, 2),
     },
     baseline,
     ratio: round(perSecond / baseline.perSecond, 4),

@@ -274,6 +274,41 @@ describe('concurrency (3 in flight per account and client IP)', () => {
     expect(replies.map((r) => r.status)).toEqual([500, 500, 500]);
   });
 
+  it("answers without waiting for its slot's release, and the caller's next request finds the slot free", async () => {
+    const limiter = stack.deps.limits!;
+    const released: string[] = [];
+    // A release that Redis never answers.
+    const slow = {
+      ...limiter,
+      release: (lease: { key: string }) => {
+        released.push(lease.key);
+        return new Promise<void>(() => undefined);
+      },
+    };
+    const held = createApp({ ...stack.deps, limits: slow });
+    const w = await world({ concurrency: 1 });
+    const answered = clientFrom(held, w.key, '203.0.113.60').get('/v1/campaigns');
+    const timedOut = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 3000).unref());
+    const first = await Promise.race([answered, timedOut]);
+    expect(first === 'hung' ? first : first.status).toBe(200);
+    // The request's own slot (the account's, from its address) was given back, and the answer did not wait.
+    expect(released.filter((key) => key.endsWith(`{${w.account.id}}:inflight:203.0.113.60`))).toHaveLength(1);
+
+    // With the real release, not awaited either: one slot, one request after another, each answered with 200
+    // and each finding the slot its predecessor gave back (its release reached Redis before the next admission).
+    const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+    const email = uniqueEmail();
+    let n = 0;
+    const replies = await times(20, () =>
+      api(w.key, '203.0.113.61').post(path, {
+        participantEmail: email,
+        rewardId: w.reward.id,
+        metadata: { n: n++ },
+      }),
+    );
+    expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200));
+  });
+
   it('a lease nobody releases (its process died) expires by itself', async () => {
     const w = await world({ concurrency: 1 });
     const limiter = stack.deps.limits!;

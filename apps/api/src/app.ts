@@ -59,6 +59,7 @@ export function createApp(deps: Deps) {
   const enqueue = enqueueCommitted(deps.queues, deps.logger);
   // Each write's hand-off keeps its request's trace: its actions' and events' jobs carry it, each its own.
   const handOffs = microBatch<{ created: Created; trace: string | null }, void>({
+    maxWaitMs: 0,
     run: async (list) => {
       const traces = new Map<string, string>();
       for (const { created, trace } of list) {

@@ -48,6 +48,20 @@ export type EndpointGate = {
   pause(endpointId: string, ms: number): Promise<void>;
 };
 
+/**
+ * Endpoints whose pause, lane pace or booked turn a dispatcher process remembers, each; past it, that memory
+ * starts over, and the process treats every endpoint as one it has just met (its pause read again from Redis,
+ * its lane's pace measured again, its turns booked afresh), so that memory stays bounded whatever the number of
+ * endpoints.
+ */
+export const ENDPOINTS_REMEMBERED = 10_000;
+
+/** Sets `key` in `map`, which starts over first when the key is new and `limit` keys are there already. */
+export function rememberAtMost<K, V>(map: Map<K, V>, key: K, value: V, limit = ENDPOINTS_REMEMBERED): void {
+  if (map.size >= limit && !map.has(key)) map.clear();
+  map.set(key, value);
+}
+
 /** How long this process trusts what it last read of an endpoint's pause (no rate limit), in ms. */
 const PAUSE_CACHE_MS = 250;
 
@@ -67,10 +81,9 @@ export function createEndpointGate(redis: RedisClient, prefix: string): Endpoint
   const pauses = new Map<string, { until: number; readAt: number }>();
   // Pauses only ever grow (see PAUSE): a read that left before a pause was set must not cut what is known.
   const remember = (id: string, ms: number) => {
-    if (pauses.size > 10_000) pauses.clear();
     const now = Date.now();
     const until = Math.max(now + Math.max(0, ms), pauses.get(id)?.until ?? 0);
-    pauses.set(id, { until, readAt: now });
+    rememberAtMost(pauses, id, { until, readAt: now });
     return until - now;
   };
   return {
@@ -193,6 +206,11 @@ export type BatchLaneOptions = {
   random?: () => number;
   /** Jobs of this process that may wait in place at once. @defaultValue 0: none waits */
   maxWaiting?: number;
+  /**
+   * Endpoints whose lane pace, and whose booked turn, are remembered (see `ENDPOINTS_REMEMBERED`).
+   * @defaultValue 10000
+   */
+  rememberedEndpoints?: number;
 };
 
 /**
@@ -212,7 +230,7 @@ export type BatchLaneOptions = {
  * (BENCHMARKS.md).
  */
 export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
-  const { now = Date.now, random = Math.random, maxWaiting = 0 } = options;
+  const { now = Date.now, random = Math.random, maxWaiting = 0, rememberedEndpoints: remembered } = options;
   /** Of each endpoint: the messages its running batch jobs hold, and when one was last handed back. */
   const lanes = new Map<string, { held: number; freedAt: number }>();
   /** Of each endpoint: the jobs waiting in place for room, first come first in. */
@@ -295,8 +313,7 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
           line = [];
           queued.set(id, line);
           // A stretch of the lane's pace starts; the pace last measured stands until this one is.
-          if (paces.size > 10_000) paces.clear();
-          paces.set(id, { freed: 0, since: now(), perMs: paces.get(id)?.perMs ?? 0 });
+          rememberAtMost(paces, id, { freed: 0, since: now(), perMs: paces.get(id)?.perMs ?? 0 }, remembered);
         }
         let timer: NodeJS.Timeout | undefined;
         const me = {
@@ -345,8 +362,7 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
       // too early waits in place, or is turned away once more.
       const pace = perMs / EARLY;
       const turn = Math.min(Math.max(t + ahead / pace, booked) + messages / pace, t + TURN_MAX_MS);
-      if (turns.size > 10_000) turns.clear();
-      turns.set(id, turn);
+      rememberAtMost(turns, id, turn, remembered);
       return Math.max(COME_BACK_MIN_MS, turn - t);
     },
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { laneWaitersMax } from '../src/processors/deliver-batch';
-import { createBatchLanes, createInFlight } from '../src/throttle';
+import { createBatchLanes, createInFlight, rememberAtMost } from '../src/throttle';
 
 describe("an endpoint's share of a dispatcher", () => {
   it('starts at its maximum, halves with each delivery that got no answer, widens by one per answer', async () => {
@@ -221,5 +221,51 @@ describe("an endpoint's share of a dispatcher", () => {
     some.enter('ep', 128);
     expect(await some.admit('ep', 64, 0)).toBeNull();
     expect(some.waiting()).toBe(0);
+  });
+
+  it("remembers so many endpoints' lane paces, then starts over: a lane it forgot has no pace measured", async () => {
+    let now = 0;
+    const lanes = createBatchLanes(128, {
+      now: () => now,
+      random: () => 0,
+      maxWaiting: 2,
+      rememberedEndpoints: 1,
+    });
+    const running = [lanes.enter('ep', 64)!, lanes.enter('ep', 64)!];
+    for (let i = 0; i < 32; i++) {
+      now += 10;
+      running[0]!.free();
+    }
+    const waiter = lanes.admit('ep', 64, 60_000);
+    for (let i = 0; i < 32; i++) {
+      now += 10;
+      running[0]!.free();
+    }
+    // As in the booking test above: a pace of 0.1 a ms, turns booked from it.
+    expect(lanes.comeBackMs('ep', 64)).toBeCloseTo(1152, 6);
+    // A line forms at a second endpoint, past the one endpoint remembered: the first's pace is forgotten, and a
+    // job turned away from its lane comes back as from a lane whose pace is not known (it handed a message back
+    // just now: in 50 ms).
+    const other = lanes.enter('other', 128)!;
+    const otherWaiter = lanes.admit('other', 64, 60_000);
+    expect(lanes.comeBackMs('ep', 64)).toBe(50);
+    running[1]!.close();
+    running[0]!.close();
+    (await waiter)!.close();
+    other.close();
+    (await otherWaiter)!.close();
+  });
+
+  it('keeps a map of endpoints at its bound: a new one past it starts the map over, a known one is updated', () => {
+    const map = new Map<string, number>();
+    rememberAtMost(map, 'a', 1, 2);
+    rememberAtMost(map, 'b', 1, 2);
+    rememberAtMost(map, 'a', 2, 2);
+    expect([...map]).toEqual([
+      ['a', 2],
+      ['b', 1],
+    ]);
+    rememberAtMost(map, 'c', 1, 2);
+    expect([...map]).toEqual([['c', 1]]);
   });
 });

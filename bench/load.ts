@@ -193,7 +193,13 @@ export type PacedResult = {
   ok2xx: number;
   failed: number;
   statusCodes: Record<string, number>;
-  /** Request sent → answer read, for every answer. */
+  /**
+   * Requests still unanswered when the wait for them ended (`drainMs` after the last was sent): a service that
+   * cannot keep up with the rate. They count in `latencyMs` with the time they had waited, so the percentiles
+   * are then lower bounds.
+   */
+  unanswered: number;
+  /** Request sent → answer read, for every answer (and every request left unanswered, see `unanswered`). */
   latencyMs: LatencyMs;
 };
 
@@ -216,6 +222,12 @@ export async function paced(opts: {
    * @defaultValue 0
    */
   first?: number;
+  /**
+   * Longest to wait, once the last request is sent, for the answers still to come; past it, those left are
+   * counted (`unanswered`) rather than failing the run.
+   * @defaultValue the run's own duration, and at least 30 s
+   */
+  drainMs?: number;
   onOk: (json: any, sentAtMs: number) => void;
 }): Promise<PacedResult> {
   const pools = opts.urls.map(
@@ -232,7 +244,9 @@ export async function paced(opts: {
   const statusCodes: Record<string, number> = {};
   let ok2xx = 0;
   let failed = 0;
-  const inFlight = new Set<Promise<void>>();
+  let gaveUp = false;
+  /** Each request not yet answered, with when it was sent (`performance.now()`). */
+  const inFlight = new Map<Promise<void>, number>();
   const fire = (n: number) => {
     const sentAt = Date.now();
     const t0 = performance.now();
@@ -244,6 +258,8 @@ export async function paced(opts: {
     })
       .then(async (res) => {
         const text = await res.body.text();
+        // Counted already, unanswered, when the wait for the last answers ended.
+        if (gaveUp) return;
         latencies.push(performance.now() - t0);
         statusCodes[res.statusCode] = (statusCodes[res.statusCode] ?? 0) + 1;
         if (res.statusCode >= 200 && res.statusCode < 300) {
@@ -252,20 +268,29 @@ export async function paced(opts: {
         }
       })
       .catch(() => {
-        failed += 1;
+        if (!gaveUp) failed += 1;
       })
       .finally(() => inFlight.delete(p));
-    inFlight.add(p);
+    inFlight.set(p, t0);
   };
   const started = performance.now();
   let sent = 0;
+  let unanswered = 0;
   try {
     while (sent < total) {
       const due = Math.min(total, Math.floor(((performance.now() - started) * opts.rate) / 1000) + 1);
       while (sent < due) fire(sent++);
       await sleep(1);
     }
-    await within('the paced requests still in flight', 30_000, Promise.all(inFlight));
+    const drainMs = opts.drainMs ?? Math.max(30_000, opts.durationS * 1000);
+    await within('the paced requests still in flight', drainMs, Promise.all(inFlight.keys())).catch(() => {
+      // A service that fell behind the rate: what it has not answered counts with the time it waited so far.
+      const now = performance.now();
+      gaveUp = true;
+      unanswered = inFlight.size;
+      for (const t0 of inFlight.values()) latencies.push(now - t0);
+      inFlight.clear();
+    });
   } finally {
     await Promise.all(pools.map((pool) => pool.destroy()));
   }
@@ -282,6 +307,7 @@ export async function paced(opts: {
     ok2xx,
     failed,
     statusCodes,
+    unanswered,
     latencyMs: { p50: at(50), p90: at(90), p99: at(99), max: at(100) },
   };
 }

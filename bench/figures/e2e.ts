@@ -80,7 +80,7 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
     }),
   );
   progress(
-    `${phase}: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms); waiting for their webhooks`,
+    `${phase}: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms${load.unanswered > 0 ? `; ${load.unanswered} still unanswered, counted with their wait so far: lower bounds` : ''}); waiting for their webhooks`,
   );
   const arrived = new Map<string, number>();
   let scanned = 0;

@@ -59,6 +59,8 @@ export function createApp(deps: Deps) {
   const enqueue = enqueueCommitted(deps.queues, deps.logger);
   // Each write's hand-off keeps its request's trace: its actions' and events' jobs carry it, each its own.
   const handOffs = microBatch<{ created: Created; trace: string | null }, void>({
+    // The turn after a commit, not on a timer that would let a caller's next request in first; under load, what
+    // commits while two addBulks run gathers for the next one.
     maxWaitMs: 0,
     run: async (list) => {
       const traces = new Map<string, string>();

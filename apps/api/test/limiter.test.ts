@@ -1,7 +1,7 @@
 import { createRateLimiter, limiterConnection } from '@stampcard/api';
 import { createLogger } from '@stampcard/config';
 import { type EffectiveLimits, manualClock } from '@stampcard/core';
-import { redisReady } from '@stampcard/jobs';
+import { createRedis, redisReady } from '@stampcard/jobs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { usePrefix } from '../../../test/support/use';
 
@@ -118,5 +118,29 @@ describe('the write slowdown of the script: past the threshold, the n-th write o
     const send = await keyWith({ slowdownAfter: 0 });
     clock.advance(3_600_000 * 2);
     for (let i = 0; i < 70; i++) expect(await send(true)).toMatchObject({ admitted: true, slowdownMs: 0 });
+  });
+});
+
+describe("a request's slot, given back", () => {
+  // Another API process's connection to the same Redis: not auto-pipelined, so what it sends leaves at once.
+  const other = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+  beforeAll(() => redisReady(other));
+  afterAll(() => other.disconnect());
+
+  it('is on its way to Redis in the turn it is given back, ahead of anything sent after it', async () => {
+    const admission = await limiter.admit({
+      apiKeyId: `key_${++keys}`,
+      accountId: 'acc_release',
+      clientIp: '198.51.100.2',
+      write: true,
+      limits: { ...OPEN, concurrency: 1 },
+      budgetMs: 1000,
+    });
+    const lease = admission!.lease!;
+    expect(await other.zcard(lease.key)).toBe(1);
+    // Not awaited, as a request's answer does not wait for it; what another process asks next, in the same
+    // turn (a caller's next request, sent once this one is answered), finds the slot free.
+    void limiter.release(lease);
+    expect(await other.zcard(lease.key)).toBe(0);
   });
 });

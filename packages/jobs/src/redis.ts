@@ -47,6 +47,7 @@ function fromUrl(url: string): RedisOptions {
 const CLUSTER_LEVEL = [
   'enableOfflineQueue',
   'enableAutoPipelining',
+  'autoPipeliningIgnoredCommands',
   'enableReadyCheck',
   'lazyConnect',
 ] as const;

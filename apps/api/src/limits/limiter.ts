@@ -80,14 +80,18 @@ export type RateLimiterOptions = {
 
 /**
  * A connection for the limiter alone. Its commands give up after `timeoutMs` (then the request goes through
- * unlimited), fail at once while it is down (no offline queue), and are auto-pipelined: the admissions and
- * releases of concurrent requests leave in one socket write, which is most of what a limit costs the API.
+ * unlimited), fail at once while it is down (no offline queue), and the admissions are auto-pipelined: those
+ * of concurrent requests leave in one socket write, which is most of what a limit costs the API. A release
+ * (`zrem`) is written at once instead, in the turn it is given: a request's answer does not wait for Redis
+ * to take its slot back, but it is written after the release is on its way, so that a caller whose next
+ * request goes to another API process finds the slot free.
  */
 export function limiterConnection(target: RedisTarget | string, timeoutMs: number): RedisClient {
   const redis = createRedis(
     target,
     {
       enableAutoPipelining: true,
+      autoPipeliningIgnoredCommands: ['zrem'],
       enableOfflineQueue: false,
       maxRetriesPerRequest: 1,
       commandTimeout: timeoutMs,

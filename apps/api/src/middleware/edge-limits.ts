@@ -121,9 +121,9 @@ export function edgeLimits(limiter: RateLimiter, trustedProxyHops = 0): Middlewa
       }
       await next();
     } finally {
-      // Given back without waiting for Redis's answer: the answer does not need it. The release leaves on the
-      // limiter's one connection ahead of any later admission of this process, so Redis runs it first, and a
-      // caller that sends its next request once this one is answered finds its slot free.
+      // Given back without waiting for Redis's answer: the answer does not need it. The release is written to
+      // Redis now, before the answer is (see `limiterConnection`), so a caller that sends its next request once
+      // this one is answered finds its slot free, on this API process or another.
       if (admission.lease) void limiter.release(admission.lease);
     }
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);

@@ -1,4 +1,5 @@
 import {
+  claimStatement,
   type Ctx,
   type Delivery,
   fanOutEvents,
@@ -10,6 +11,8 @@ import {
 } from '@stampcard/core';
 import { events, webhookAttempts, webhookEndpoints, webhookMessages } from '@stampcard/db';
 import { eq, inArray, sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
@@ -169,6 +172,33 @@ describe('delivery batching', () => {
     expect(await short.claim(claim(d))).toBe(false);
     await new Promise((r) => setTimeout(r, 300));
     expect(await short.claim(claim(d))).toBe(true);
+  });
+
+  it("a claim's commit does not wait for the disk, and only its own transaction is told so", async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 2);
+    const [a, b] = ids as [string, string];
+    const claim = (messageId: string) => [{ messageId, generation: 0, eventAt: MADE_AT }];
+    // One session of its own, to read what the claim leaves in it.
+    const connection = postgres(testDb.url, { max: 1, onnotice: () => {} });
+    try {
+      const one = drizzle(connection);
+      // Inside a transaction: its commit is the claim's, and goes without waiting for its WAL's flush.
+      await connection.unsafe('begin');
+      expect(await one.execute(claimStatement(claim(a), 30_000))).toHaveLength(1);
+      const [inside] = await connection.unsafe("select current_setting('synchronous_commit') as s");
+      await connection.unsafe('commit');
+      expect(inside?.s).toBe('off');
+      // On its own, as the dispatcher sends it: the connection's next statement (an attempt's record) waits.
+      expect(await one.execute(claimStatement(claim(b), 30_000))).toHaveLength(1);
+      const [after] = await connection.unsafe("select current_setting('synchronous_commit') as s");
+      expect(after?.s).toBe('on');
+    } finally {
+      await connection.end();
+    }
+    // Seen by every other session at once: neither message can be claimed again while its claim holds.
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    expect(await Promise.all([a, b].map((id) => batching.claim(claim(id)[0]!)))).toEqual([false, false]);
   });
 
   it('a claim of several messages that deadlocks is made again one message at a time, so its deliveries go on', async () => {

@@ -225,6 +225,13 @@ export type Claim = { messageId: string; generation: number; eventAt: Date };
  * and lasts `leaseMs` (longer than an attempt can take, by PostgreSQL's clock). The attempt's record ends it,
  * whatever its outcome, so that a replay is sent at once. Answers, per claim in order, whether it is the caller's. One
  * statement for the whole list, with the same text whatever its length.
+ *
+ * The claim's commit does not wait for its WAL to reach the disk (`synchronous_commit` off for its own
+ * transaction only): a claim is a lease, seen by every other transaction as soon as it commits, and the
+ * attempt's record, whose commit does wait, carries it to the disk before it. What a crash of PostgreSQL can lose
+ * is a claim of its last few hundred ms, whose message may then go out twice (at least once, as a dispatcher's
+ * death does), never a record. The claim is on the path of every delivery, inside its endpoint's window: waiting
+ * for the disk there, behind the other writes' flushes, held each slot of the window longer than its request.
  */
 export async function claimDeliveries(
   ctx: Ctx,
@@ -250,6 +257,7 @@ export function claimStatement(claims: readonly Claim[], leaseMs: number): SQL {
     from unnest(${sql.param(claims.map((c) => c.messageId))}::text[],
       ${sql.param(claims.map((c) => String(c.generation)))}::text[]::int[]) as i(id, generation)
     where m.id = i.id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))}
+      and (select set_config('synchronous_commit', 'off', true)) = 'off'
       and (m.claimed_until is null or m.claimed_until <= now()) ${range ? sql`and ${range}` : sql``}
     returning m.id, m.generation`;
 }

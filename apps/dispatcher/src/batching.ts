@@ -7,6 +7,7 @@ import {
   loadDeliveries,
   microBatch,
   recordSuccesses,
+  releaseClaims,
   type Scheduled,
   type SkippedDelivery,
   type Success,
@@ -25,18 +26,26 @@ export type DeliveryBatching = {
    * about to send in the same moment: whether this delivery may send it.
    */
   claim(claim: Claim): Promise<boolean>;
+  /**
+   * Ends a claim of this process's, taken ahead of an attempt that stepped aside before its request went
+   * (`releaseClaims`), with those of the others stepping aside in the same moment.
+   */
+  release(claim: Claim): Promise<void>;
 };
 
 /**
  * How long a dispatcher's claim on a message holds (`claimDeliveries`), in ms: an attempt's request ends within
  * the timeout (connection, look-up, status and the excerpt it reads meanwhile; the excerpt waits 500 ms at most
- * once the status is in), and 5 s more leave room for that and for a slow event loop before the request goes.
- * A dispatcher killed mid-attempt leaves its message to the next after this long.
+ * once the status is in), and 7 s more leave room for that, for a batch's message claimed before it waits for its
+ * endpoint's window (2 s at most, then 250 ms at most for a pause, or it steps aside and ends its claim), and for
+ * a slow event loop before the request goes. A dispatcher killed mid-attempt leaves its message to the next after
+ * this long.
  */
-export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 5000;
+export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 7000;
 
 /**
- * Group commit for the dispatcher's three statements per delivery: jobs that start within a millisecond of each
+ * Group commit for the dispatcher's three statements per delivery (and the release of a claim taken ahead of an
+ * attempt that stepped aside): jobs that start within a millisecond of each
  * other share one read (`loadDeliveries`), deliveries about to send share one claim (`claimDeliveries`), and
  * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens
  * of deliveries instead of one; alone, a delivery waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
@@ -72,6 +81,14 @@ export function createDeliveryBatching(
     retryAlone: true,
     run: (list) => claimDeliveries(ctx, list, leaseMs),
   });
+  const releases = microBatch<Claim, undefined>({
+    ...sizes,
+    retryAlone: true,
+    run: async (list) => {
+      await releaseClaims(ctx, list);
+      return list.map(() => undefined);
+    },
+  });
   const successes = microBatch<Success, Scheduled[]>({
     ...sizes,
     retryAlone: true,
@@ -89,5 +106,6 @@ export function createDeliveryBatching(
     load: (request) => loads.submit(request),
     writeSuccess: (success) => successes.submit(success),
     claim: (claim) => claims.submit(claim),
+    release: (claim) => releases.submit(claim),
   };
 }

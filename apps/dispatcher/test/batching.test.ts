@@ -1,6 +1,6 @@
 import {
-  claimStatement,
   type Ctx,
+  claimStatement,
   type Delivery,
   fanOutEvents,
   loadDeliveries,
@@ -17,6 +17,8 @@ import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
 import { createDeliveryBatching } from '../src/batching';
+import { attemptDelivery, type DeliverDeps } from '../src/processors/attempt';
+import { createInFlight } from '../src/throttle';
 
 const testDb = useTestDb();
 
@@ -199,6 +201,33 @@ describe('delivery batching', () => {
     // Seen by every other session at once: neither message can be claimed again while its claim holds.
     const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
     expect(await Promise.all([a, b].map((id) => batching.claim(claim(id)[0]!)))).toEqual([false, false]);
+  });
+
+  it('a message claimed ahead with its batch that steps aside before its request ends its claim, so its next job takes it at once', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 2);
+    const [a, b] = ids as [string, string];
+    const claim = (messageId: string) => ({ messageId, generation: 0, eventAt: MADE_AT });
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    const deliveries = await loadDeliveries(ctx, [
+      { messageId: a, generation: 0 },
+      { messageId: b, generation: 0 },
+    ]);
+    const [first, second] = deliveries.map((d) => {
+      if ('skip' in d) throw new Error('not loaded');
+      return d;
+    }) as [Delivery, Delivery];
+    // The endpoint's only slot is taken: both deliveries find its window full, and step aside.
+    const inFlight = createInFlight(1);
+    expect(await inFlight.acquire(first.endpoint.id, 0)).toBe(true);
+    // Nothing past the window is reached: no request, gate, queue or record.
+    const deps = { ctx, inFlight, batching } as unknown as DeliverDeps;
+    expect(await Promise.all([batching.claim(claim(a)), batching.claim(claim(b))])).toEqual([true, true]);
+    expect(await attemptDelivery(deps, first, 10, true)).toHaveProperty('later');
+    expect(await attemptDelivery(deps, second, 10, false)).toHaveProperty('later');
+    // Claimed ahead, its claim is ended; the other's claim (not the attempt's to end) holds.
+    expect(await batching.claim(claim(a))).toBe(true);
+    expect(await batching.claim(claim(b))).toBe(false);
   });
 
   it('a claim of several messages that deadlocks is made again one message at a time, so its deliveries go on', async () => {

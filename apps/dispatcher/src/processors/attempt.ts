@@ -35,6 +35,9 @@ export const WINDOW_WAIT_MS = 50;
 /** How long a delivery that found its message claimed by another waits before it looks again, at least. */
 const CLAIMED_ELSEWHERE_MS = 1000;
 
+/** When a delivery that found its message claimed by another looks again, in ms from now: 1 to 2 s. */
+export const claimedElsewhereMs = () => CLAIMED_ELSEWHERE_MS + Math.random() * CLAIMED_ELSEWHERE_MS;
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Puts the job back in the queue for `ms` without spending one of BullMQ's attempts. */
@@ -66,15 +69,27 @@ export async function attemptDelivery(
    * @defaultValue `WINDOW_WAIT_MS`
    */
   windowWaitMs = WINDOW_WAIT_MS,
+  /**
+   * The message is claimed already (its batch's messages were claimed together, `claimAhead`): the attempt
+   * does not claim it, and ends that claim if it steps aside before its request goes.
+   * @defaultValue false
+   */
+  claimedAhead = false,
 ): Promise<AttemptStep> {
   const { ctx, sender, gate, inFlight, batching } = deps;
   const { endpoint, message } = delivery;
+  const claim = { messageId: message.id, generation: message.generation, eventAt: message.eventAt };
+  /** Stepping aside before the request goes: the message's next job may claim it at once. */
+  const aside = async (ms: number): Promise<AttemptStep> => {
+    if (claimedAhead) await batching.release(claim);
+    return { later: ms };
+  };
   const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
-  if (notYet > 20) return { later: notYet };
+  if (notYet > 20) return aside(notYet);
   if (!(await inFlight.acquire(endpoint.id, windowWaitMs))) {
     // A healthy endpoint that is merely busy frees a slot within milliseconds: come back soon. One whose
     // window timeouts narrowed is slow: come back much later, leaving the process's slots to the others.
-    return { later: inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40 };
+    return aside(inFlight.narrowed(endpoint.id) ? 250 + Math.random() * 750 : 10 + Math.random() * 40);
   }
   // Null until a request is sent: a delivery that steps aside leaves the endpoint's window as it is.
   let answered: boolean | null = null;
@@ -85,15 +100,10 @@ export async function attemptDelivery(
       await sleep(wait);
       wait = await gate.wait(endpoint.id, endpoint.rateLimit);
     }
-    if (wait > 0) return { later: wait + Math.random() * 50 };
+    if (wait > 0) return await aside(wait + Math.random() * 50);
     // Another delivery of it is in flight (a job run twice, another dispatcher's), or it has just ended: this
     // one comes back after a while, and finds it ended, or its claim expired (that dispatcher died).
-    const claimed = await batching.claim({
-      messageId: message.id,
-      generation: message.generation,
-      eventAt: message.eventAt,
-    });
-    if (!claimed) return { later: CLAIMED_ELSEWHERE_MS + Math.random() * CLAIMED_ELSEWHERE_MS };
+    if (!claimedAhead && !(await batching.claim(claim))) return { later: claimedElsewhereMs() };
 
     const headers = signatureHeaders({
       id: message.id,
@@ -162,8 +172,9 @@ export function tracedAttempt(
   delivery: Delivery,
   traceparent: string | undefined,
   windowWaitMs = WINDOW_WAIT_MS,
+  claimedAhead = false,
 ): Promise<AttemptStep> {
-  if (!traceparent) return attemptDelivery(deps, delivery, windowWaitMs);
+  if (!traceparent) return attemptDelivery(deps, delivery, windowWaitMs, claimedAhead);
   return inSpan(
     'deliver webhook',
     {
@@ -176,7 +187,7 @@ export function tracedAttempt(
       },
     },
     async (span) => {
-      const step = await attemptDelivery(deps, delivery, windowWaitMs);
+      const step = await attemptDelivery(deps, delivery, windowWaitMs, claimedAhead);
       if ('done' in step) {
         span.setAttribute('stampcard.webhook_message.status', step.done);
         if (step.statusCode !== null) span.setAttribute('http.response.status_code', step.statusCode);

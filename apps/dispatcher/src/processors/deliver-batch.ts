@@ -2,7 +2,14 @@ import { loadDeliveries } from '@stampcard/core';
 import { DELIVERY_BATCH, deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
 import type { LaneRoom } from '../throttle';
-import { type DeliverDeps, later, tracedAttempt, WINDOW_WAIT_MS } from './attempt';
+import {
+  type AttemptStep,
+  claimedElsewhereMs,
+  type DeliverDeps,
+  later,
+  tracedAttempt,
+  WINDOW_WAIT_MS,
+} from './attempt';
 
 /** A message whose attempt threw (a store failing) is tried again as its own job after this long, in ms. */
 const AFTER_ERROR_MS = 1000;
@@ -37,8 +44,8 @@ const BATCH_WINDOW_WAIT_MS = 2000;
 
 /**
  * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
- * all, their attempts side by side within the endpoint's share of this process, their successes written
- * together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
+ * all, one claim for all (`claimAhead`), their attempts side by side within the endpoint's share of this
+ * process, their successes written together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
  * done with, the job waits in place for room (`LANE_WAIT_MS`), then steps aside whole, before its read
  * (`createBatchLanes`). A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on
  * as its own `webhook-message.deliver` job, due when it should come back. Run again (a dispatcher died mid-job),
@@ -61,17 +68,47 @@ export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-b
 
 type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][number];
 
+/**
+ * The messages of a batch to a healthy endpoint claimed together, before they wait for its window, so that no
+ * slot of the window is held through the claim's round trip (which took as long as the request itself in a
+ * replay). Per delivery: claimed (true), held by another delivery (false: it steps aside), or left for its
+ * attempt to claim (undefined): skipped, not due, a claim that failed, or every message of a batch whose endpoint
+ * is rate-limited (its turn may be far off) or slow (its messages wait 50 ms for the window, then step aside).
+ */
+async function claimAhead(
+  deps: DeliverDeps,
+  deliveries: Awaited<ReturnType<typeof loadDeliveries>>,
+  windowWaitMs: number,
+): Promise<(boolean | undefined)[]> {
+  if (windowWaitMs !== BATCH_WINDOW_WAIT_MS) return [];
+  const now = deps.ctx.clock.now().getTime();
+  return Promise.all(
+    deliveries.map((d) => {
+      if ('skip' in d || d.endpoint.rateLimit !== null || d.message.nextAttemptAt.getTime() - now > 20) {
+        return undefined;
+      }
+      const { id: messageId, generation, eventAt } = d.message;
+      return deps.batching.claim({ messageId, generation, eventAt }).catch(() => undefined);
+    }),
+  );
+}
+
 async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[], room: LaneRoom) {
   const windowWaitMs =
     messages.length > 1 && !deps.inFlight.narrowed(endpointId) ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
   const deliveries = await loadDeliveries(deps.ctx, messages);
+  const claimed = await claimAhead(deps, deliveries, windowWaitMs);
   const deferred: { messageId: string; generation: number; delayMs: number; traceparent?: string }[] = [];
   let delivered = 0;
   let deadLettered = 0;
   await Promise.all(
     deliveries.map(async (delivery, i) => {
       if ('skip' in delivery) return room.free();
-      const step = await tracedAttempt(deps, delivery, messages[i]!.traceparent, windowWaitMs)
+      const attempt =
+        claimed[i] === false
+          ? Promise.resolve<AttemptStep>({ later: claimedElsewhereMs() })
+          : tracedAttempt(deps, delivery, messages[i]!.traceparent, windowWaitMs, claimed[i] === true);
+      const step = await attempt
         .catch((err: unknown) => {
           deps.logger.warn({ err, messageId: delivery.message.id }, 'delivery attempt failed; retried alone');
           return { later: AFTER_ERROR_MS };

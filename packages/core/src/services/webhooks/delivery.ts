@@ -245,21 +245,44 @@ export async function claimDeliveries(
   return claims.map((c) => mine.delete(`${c.messageId}\n${c.generation}`));
 }
 
-/** `claimDeliveries`'s one statement, for a list that is not empty: the claims granted, `(id, generation)`. */
-export function claimStatement(claims: readonly Claim[], leaseMs: number): SQL {
+/**
+ * A condition true for every row, whose first evaluation tells PostgreSQL not to wait for the disk when the
+ * statement's own transaction commits (`synchronous_commit` off until its end): for the claims, which are leases.
+ */
+const COMMIT_WITHOUT_FLUSH = sql.raw(`(select set_config('synchronous_commit', 'off', true)) = 'off'`);
+
+/** `from … where …` joining the claims' messages, `m`, by id and generation, and their partitions' range. */
+function claimedMessages(claims: readonly Claim[]): SQL {
   const range = eventAtWithin(
     sql.raw('m.event_at'),
     claims.map((c) => c.eventAt),
   );
+  return sql`from unnest(${sql.param(claims.map((c) => c.messageId))}::text[],
+      ${sql.param(claims.map((c) => String(c.generation)))}::text[]::int[]) as i(id, generation)
+    where m.id = i.id and m.generation = i.generation ${range ? sql`and ${range}` : sql``}`;
+}
+
+/** `claimDeliveries`'s one statement, for a list that is not empty: the claims granted, `(id, generation)`. */
+export function claimStatement(claims: readonly Claim[], leaseMs: number): SQL {
   return sql`
     update ${webhookMessages} m
     set claimed_until = now() + ${String(leaseMs)}::int * interval '1 millisecond'
-    from unnest(${sql.param(claims.map((c) => c.messageId))}::text[],
-      ${sql.param(claims.map((c) => String(c.generation)))}::text[]::int[]) as i(id, generation)
-    where m.id = i.id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))}
-      and (select set_config('synchronous_commit', 'off', true)) = 'off'
-      and (m.claimed_until is null or m.claimed_until <= now()) ${range ? sql`and ${range}` : sql``}
+    ${claimedMessages(claims)} and ${stillPending(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
+      and (m.claimed_until is null or m.claimed_until <= now())
     returning m.id, m.generation`;
+}
+
+/**
+ * Ends claims of the caller's that it took ahead of attempts which then stepped aside before their request went
+ * (`claimDeliveries`), so that the messages' next jobs claim them at once instead of after the lease. Only for
+ * claims taken moments ago, well within their lease (no other could hold them yet). One statement; its commit,
+ * like the claim's, does not wait for the disk.
+ */
+export async function releaseClaims(ctx: Ctx, claims: readonly Claim[]): Promise<void> {
+  if (claims.length === 0) return;
+  await ctx.db.execute(sql`
+    update ${webhookMessages} m set claimed_until = null
+    ${claimedMessages(claims)} and m.claimed_until > now() and ${COMMIT_WITHOUT_FLUSH}`);
 }
 
 /** What one attempt saw. `statusCode` is null when no answer came. */

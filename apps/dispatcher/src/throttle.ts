@@ -192,8 +192,13 @@ const COME_BACK_MIN_MS = 50;
  * hanging endpoint's), before the jitter that spreads them.
  */
 const COME_BACK_MAX_MS = 2000;
-/** The latest a batch job is given a turn in its endpoint's lane, in ms from when it is turned away. */
-const TURN_MAX_MS = 10_000;
+/**
+ * The latest a batch job is given a turn in its endpoint's lane, in ms from when it is turned away. Turns are
+ * booked from the pace measured so far, and a lane that speeds up (a replay's first seconds ran at a fifth of
+ * its later pace) would stand idle while its jobs were still away: at 10 s, a 20,000-message replay stalled
+ * for 7 s with 178 jobs booked (BENCHMARKS.md). At most this long, whatever the pace said.
+ */
+const TURN_MAX_MS = 2000;
 /** A job turned away is given its turn when this share of the messages ahead of it has gone. */
 const EARLY = 0.6;
 /** A lane's pace (messages handed back per ms) is measured over stretches of at least this long, in ms. */
@@ -342,7 +347,7 @@ export function createBatchLanes(max: number, options: BatchLaneOptions = {}) {
      * - once the endpoint's lane has a measured pace, and has handed a message back within 2 s: until
      *   `EARLY` (0.6) of the messages ahead of the job (held, waiting in place, and those of the jobs turned
      *   away before it), and of its own, have gone at that pace. The jobs turned away come back one after
-     *   another, a little faster than the lane takes them, at most `TURN_MAX_MS` (10 s) ahead;
+     *   another, a little faster than the lane takes them, at most `TURN_MAX_MS` (2 s) ahead;
      * - otherwise, as long as the lane has gone without handing a message back, between 50 ms and 2 s, spread
      *   by up to as much again: a hanging endpoint's jobs come back every 2-4 s, not in a tight loop.
      */

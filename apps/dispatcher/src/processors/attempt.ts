@@ -35,6 +35,12 @@ export const WINDOW_WAIT_MS = 50;
 /** How long a delivery that found its message claimed by another waits before it looks again, at least. */
 const CLAIMED_ELSEWHERE_MS = 1000;
 
+/** How long until the message's attempt is due, in ms from `now`; 20 ms or less counts as due now. */
+export const notDueFor = (message: Delivery['message'], now: Date) => {
+  const ms = message.nextAttemptAt.getTime() - now.getTime();
+  return ms > 20 ? ms : 0;
+};
+
 /** When a delivery that found its message claimed by another looks again, in ms from now: 1 to 2 s. */
 export const claimedElsewhereMs = () => CLAIMED_ELSEWHERE_MS + Math.random() * CLAIMED_ELSEWHERE_MS;
 
@@ -84,8 +90,8 @@ export async function attemptDelivery(
     if (claimedAhead) await batching.release(claim);
     return { later: ms };
   };
-  const notYet = message.nextAttemptAt.getTime() - ctx.clock.now().getTime();
-  if (notYet > 20) return aside(notYet);
+  const notYet = notDueFor(message, ctx.clock.now());
+  if (notYet > 0) return aside(notYet);
   if (!(await inFlight.acquire(endpoint.id, windowWaitMs))) {
     // A healthy endpoint that is merely busy frees a slot within milliseconds: come back soon. One whose
     // window timeouts narrowed is slow: come back much later, leaving the process's slots to the others.

@@ -7,6 +7,7 @@ import {
   claimedElsewhereMs,
   type DeliverDeps,
   later,
+  notDueFor,
   tracedAttempt,
   WINDOW_WAIT_MS,
 } from './attempt';
@@ -81,10 +82,10 @@ async function claimAhead(
   windowWaitMs: number,
 ): Promise<(boolean | undefined)[]> {
   if (windowWaitMs !== BATCH_WINDOW_WAIT_MS) return [];
-  const now = deps.ctx.clock.now().getTime();
+  const now = deps.ctx.clock.now();
   return Promise.all(
     deliveries.map((d) => {
-      if ('skip' in d || d.endpoint.rateLimit !== null || d.message.nextAttemptAt.getTime() - now > 20) {
+      if ('skip' in d || d.endpoint.rateLimit !== null || notDueFor(d.message, now) > 0) {
         return undefined;
       }
       const { id: messageId, generation, eventAt } = d.message;

@@ -145,6 +145,49 @@ describe('Redis is the transport, PostgreSQL the record', () => {
     expect(await worker.relay.runOnce()).toBe(0);
     await stack.stopWorker();
   });
+  it('an action its batch job applied between the ledger read and the job look-up is not queued again', async () => {
+    const a = await acceptOne();
+    expect(await (await handedOff(stack, a.action.id)).getState()).toBe('waiting');
+    // The relay reads the ledger (the action is QUEUED and, with no grace, stale), then looks for batch jobs: at
+    // that moment a worker runs the batch job to its end, so the look-up finds neither the job nor the action.
+    let ran: Promise<void> | undefined;
+    const runTheBatchJob = async () => {
+      stack.startWorker();
+      await expectAppliedOnce(a);
+      await eventually(
+        async () => (await actionJob(stack, a.action.id))?.getState(),
+        (s) => s === undefined || s === 'completed',
+      );
+    };
+    const queues = new Proxy(stack.deps.queues, {
+      get(target, prop, receiver) {
+        if (prop !== 'shardsOf') return Reflect.get(target, prop, receiver);
+        return (name: Parameters<typeof target.shardsOf>[0]) =>
+          target.shardsOf(name).map((shard) =>
+            name !== 'loyalty-action-batch.apply'
+              ? shard
+              : Object.assign(Object.create(shard), {
+                  getJobs: async (...args: Parameters<typeof shard.getJobs>) => {
+                    ran ??= runTheBatchJob();
+                    await ran;
+                    return shard.getJobs(...args);
+                  },
+                }),
+          );
+      },
+    });
+    const relay = createRelay({
+      ctx: stack.ctx,
+      queues,
+      logger: pino({ level: 'silent' }),
+      graceMs: 0,
+      intervalMs: 60_000,
+    });
+    expect(await relay.runOnce()).toBe(0);
+    expect(ran).toBeDefined();
+    await stack.stopWorker();
+  });
+
   it('an action still waiting in a batch job is not lost: the relay leaves it to that job', async () => {
     const a = await acceptOne();
     expect(await (await handedOff(stack, a.action.id)).getState()).toBe('waiting');

@@ -1,5 +1,11 @@
 import type { Logger } from '@stampcard/config';
-import { type Ctx, findStaleQueuedActions, findStalledErasures, findStalledImports } from '@stampcard/core';
+import {
+  type Ctx,
+  findStaleQueuedActions,
+  findStalledErasures,
+  findStalledImports,
+  stillQueuedActions,
+} from '@stampcard/core';
 import {
   actionsInBatchJobs,
   ensureJobs,
@@ -31,7 +37,12 @@ export function createRelay(opts: RelayOptions) {
     const stale = await findStaleQueuedActions(opts.ctx, opts.graceMs);
     // An action still waiting in a batch job (a backlog) is not lost.
     const inBatches = stale.length > 0 ? await actionsInBatchJobs(opts.queues) : new Set<string>();
-    const ids = stale.filter((id) => !inBatches.has(id));
+    // Read again after the look-up: a batch job that applied its actions and ended between the ledger's read and
+    // the look-up took them out of both (a worker far behind makes that common); those are not queued again.
+    const ids = await stillQueuedActions(
+      opts.ctx,
+      stale.filter((id) => !inBatches.has(id)),
+    );
     // Missing (Redis lost it, or the API's enqueue failed), failed (retries exhausted) or completed before the
     // ledger row committed: each is added again. A job that waits, runs or is delayed is left alone.
     const { added, restarted } = await ensureJobs(

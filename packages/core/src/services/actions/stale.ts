@@ -1,4 +1,4 @@
-import { loyaltyActions } from '@stampcard/db';
+import { anyOf, loyaltyActions } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 
@@ -17,4 +17,19 @@ export async function findStaleQueuedActions(ctx: Ctx, graceMs: number, limit = 
     .orderBy(asc(loyaltyActions.createdAt))
     .limit(limit);
   return rows.map((r) => r.id);
+}
+
+/**
+ * Of `ids`, the actions still QUEUED. The relay reads the ledger, then looks for the actions' jobs: a batch job
+ * that applied its actions and was removed between the two reads hides them from the look-up, so the relay reads
+ * their status again, after it, and queues only those still QUEUED.
+ */
+export async function stillQueuedActions(ctx: Ctx, ids: readonly string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await ctx.db
+    .select({ id: loyaltyActions.id })
+    .from(loyaltyActions)
+    .where(and(anyOf(loyaltyActions.id, ids), eq(loyaltyActions.status, 'QUEUED')));
+  const queued = new Set(rows.map((r) => r.id));
+  return ids.filter((id) => queued.has(id));
 }

@@ -2,13 +2,13 @@ import {
   type Claim,
   type Ctx,
   claimStatement,
-  deliveryRows,
+  deliveryRowsQuery,
   loadDeliveries,
   type Success,
   successesStatement,
   systemClock,
 } from '@stampcard/core';
-import { events, webhookMessages } from '@stampcard/db';
+import { clientOf, events, webhookMessages } from '@stampcard/db';
 import { eq, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
@@ -30,11 +30,24 @@ type PlanNode = {
   Plans?: PlanNode[];
 };
 
-/** Rows of `table` (any partition) that running `statement` read, kept or filtered out. */
-async function rowsRead(ctx: Ctx, statement: SQL | SQLWrapper, table: string): Promise<number> {
-  const [row] = await ctx.db.execute<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-    sql`explain (analyze, format json) ${statement}`,
-  );
+type Plan = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+
+/**
+ * Rows of `table` (any partition) that running `statement` read, kept or filtered out: a drizzle statement, or
+ * one built once with its parameters.
+ */
+async function rowsRead(
+  ctx: Ctx,
+  statement: SQL | SQLWrapper | { text: string; params: never[] },
+  table: string,
+): Promise<number> {
+  const [row] =
+    'text' in statement
+      ? await clientOf(ctx.db).unsafe<Plan[]>(
+          `explain (analyze, format json) ${statement.text}`,
+          statement.params,
+        )
+      : await ctx.db.execute<Plan>(sql`explain (analyze, format json) ${statement}`);
   const walk = (node: PlanNode): number =>
     (node['Relation Name']?.startsWith(table)
       ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
@@ -119,7 +132,8 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const read = await rowsRead(ctx, deliveryRows(ctx, ids), 'events');
+    const { statement, values } = deliveryRowsQuery(ids);
+    const read = await rowsRead(ctx, { text: statement.text, params: statement.params(values) }, 'events');
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
     // And each delivery carries its event.

@@ -1,4 +1,5 @@
 export * from './any-of';
+export * from './built-once';
 export * from './client';
 export * from './connect';
 export * from './idempotency';

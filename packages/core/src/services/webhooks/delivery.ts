@@ -1,6 +1,8 @@
 import {
   anyOf,
   anyTime,
+  builtOnce,
+  decoded,
   erasures,
   events,
   webhookAttempts,
@@ -8,6 +10,7 @@ import {
   webhookMessages,
 } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { QueryBuilder } from 'drizzle-orm/pg-core';
 import { type Ctx, unitOfWork } from '../../context';
 import { newId, timesOf } from '../../ids';
 import {
@@ -135,34 +138,82 @@ export async function loadDeliveries(
   });
 }
 
-/** `loadDeliveries`'s one statement: the rows of the messages `ids` (distinct), with their endpoints and events. */
-export function deliveryRows(ctx: Ctx, ids: string[]) {
-  // Ids that carry their time name the partitions to read, of messages and of their events alike.
-  const times = timesOf(ids);
+/**
+ * `loadDeliveries`'s one statement, built once by drizzle (`builtOnce`): with the messages' times, which name
+ * the partitions to read (ids made since partitioning carry them), and without, for a list with an id that does
+ * not. Placeholders: `ids`, and `times` (ISO strings).
+ */
+function deliveryStatement(withTimes: boolean) {
+  const qb = new QueryBuilder();
+  const times = sql.placeholder('times');
   // Each message's event, looked up by its primary key. A lateral subquery with a limit is not merged into the
   // join: a plain join let the planner, with statistics older than a burst of events, hash the whole partition
   // of events for each load (110 ms a load of 64 where the look-ups take a few).
-  const event = ctx.db
+  const event = qb
     .select({ type: events.type, createdAt: events.createdAt, data: events.data })
     .from(events)
-    .where(and(eq(events.id, webhookMessages.eventId), times ? anyTime(events.createdAt, times) : undefined))
+    .where(
+      and(eq(events.id, webhookMessages.eventId), withTimes ? anyTime(events.createdAt, times) : undefined),
+    )
     .limit(1)
     .as('event');
-  return (
-    ctx.db
-      .select({
-        message: columns(webhookMessages, MESSAGE_FIELDS),
-        endpoint: columns(webhookEndpoints, ENDPOINT_FIELDS),
-        event: { type: event.type, createdAt: event.createdAt, data: event.data },
-        erasing: erasures.participantId,
-      })
-      .from(webhookMessages)
-      .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
-      .leftJoinLateral(event, sql`true`)
-      // A deleted participant's event not yet reached by its erasure is sent erased all the same.
-      .leftJoin(erasures, runningErasureOf(event.data))
-      .where(and(anyOf(webhookMessages.id, ids), times ? anyTime(webhookMessages.eventAt, times) : undefined))
-  );
+  const query = qb
+    .select({
+      message: columns(webhookMessages, MESSAGE_FIELDS),
+      endpoint: columns(webhookEndpoints, ENDPOINT_FIELDS),
+      event: { type: event.type, createdAt: event.createdAt, data: event.data },
+      erasing: erasures.participantId,
+    })
+    .from(webhookMessages)
+    .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
+    .leftJoinLateral(event, sql`true`)
+    // A deleted participant's event not yet reached by its erasure is sent erased all the same.
+    .leftJoin(erasures, runningErasureOf(event.data))
+    .where(
+      and(
+        anyOf(webhookMessages.id, sql.placeholder('ids')),
+        withTimes ? anyTime(webhookMessages.eventAt, times) : undefined,
+      ),
+    );
+  return builtOnce(query.toSQL());
+}
+
+const DELIVERY_STATEMENTS = { withTimes: deliveryStatement(true), without: deliveryStatement(false) };
+
+/** The load's statement for `ids` (distinct) and its values. */
+export function deliveryRowsQuery(ids: string[]) {
+  const times = timesOf(ids);
+  return {
+    statement: times ? DELIVERY_STATEMENTS.withTimes : DELIVERY_STATEMENTS.without,
+    values: { ids, times: times?.map((t) => t.toISOString()) ?? [] },
+  };
+}
+
+type DeliveryRow = ContentSource & { message: DeliveryMessage; endpoint: DeliveryEndpoint };
+
+/** `loadDeliveries`'s one statement: the rows of the messages `ids` (distinct), with their endpoints and events. */
+export async function deliveryRows(ctx: Ctx, ids: string[]): Promise<DeliveryRow[]> {
+  const { statement, values } = deliveryRowsQuery(ids);
+  return (await statement.rows(ctx.db, values)).map(deliveryRow);
+}
+
+/** One row of the load, its columns in the order of its select list, as drizzle would have mapped it. */
+function deliveryRow(row: unknown[]): DeliveryRow {
+  let i = 0;
+  const message: Record<string, unknown> = {};
+  for (const f of MESSAGE_FIELDS) message[f] = decoded(webhookMessages[f], row[i++]);
+  const endpoint: Record<string, unknown> = {};
+  for (const f of ENDPOINT_FIELDS) endpoint[f] = decoded(webhookEndpoints[f], row[i++]);
+  // The event's columns, all null when the message has none (a test message) or it is gone.
+  const type = row[i++] as string | null;
+  const createdAt = decoded(events.createdAt, row[i++]) as Date | null;
+  const data = decoded(events.data, row[i++]) as Record<string, unknown> | null;
+  return {
+    message: message as DeliveryMessage,
+    endpoint: endpoint as DeliveryEndpoint,
+    event: type === null || createdAt === null || data === null ? null : { type, createdAt, data },
+    erasing: row[i] as string | null,
+  };
 }
 
 type ContentSource = {

@@ -104,7 +104,13 @@ describe('a dispatcher killed mid-delivery', () => {
       await rx.waitFor(4);
       expect(rx.received[3]!.json.type).toBe('CAMPAIGN_ENDED');
 
-      // Messages whose jobs are gone: PENDING and due in PostgreSQL, absent from Redis.
+      // Messages whose jobs are gone: PENDING and due in PostgreSQL, absent from Redis. (Once their successes are
+      // recorded: a record of a generation replayed meanwhile does not end the attempt's claim, and the replay
+      // waits for the claim's lease, longer than this test waits.)
+      await eventually(
+        () => messagesOf(stack, ep.id),
+        (ms) => ms.length === 4 && ms.every((m: { status: string }) => m.status === 'SUCCEEDED'),
+      );
       await stack.ctx.db.execute(
         sql`update webhook_messages set status = 'PENDING', generation = generation + 1 where endpoint_id = ${ep.id}`,
       );

@@ -8,7 +8,7 @@ import {
   successesStatement,
   systemClock,
 } from '@stampcard/core';
-import { clientOf, events, webhookMessages } from '@stampcard/db';
+import { type builtOnce, clientOf, events, webhookMessages } from '@stampcard/db';
 import { eq, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
@@ -31,21 +31,19 @@ type PlanNode = {
 };
 
 type Plan = { 'QUERY PLAN': [{ Plan: PlanNode }] };
+/** A statement built once, with the values of one run. */
+type BuiltOnce = { statement: ReturnType<typeof builtOnce>; values: Record<string, unknown> };
 
 /**
  * Rows of `table` (any partition) that running `statement` read, kept or filtered out: a drizzle statement, or
  * one built once with its parameters.
  */
-async function rowsRead(
-  ctx: Ctx,
-  statement: SQL | SQLWrapper | { text: string; params: never[] },
-  table: string,
-): Promise<number> {
+async function rowsRead(ctx: Ctx, statement: SQL | SQLWrapper | BuiltOnce, table: string): Promise<number> {
   const [row] =
-    'text' in statement
+    'statement' in statement
       ? await clientOf(ctx.db).unsafe<Plan[]>(
-          `explain (analyze, format json) ${statement.text}`,
-          statement.params,
+          `explain (analyze, format json) ${statement.statement.text}`,
+          statement.statement.params(statement.values),
         )
       : await ctx.db.execute<Plan>(sql`explain (analyze, format json) ${statement}`);
   const walk = (node: PlanNode): number =>
@@ -132,8 +130,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const { statement, values } = deliveryRowsQuery(ids);
-    const read = await rowsRead(ctx, { text: statement.text, params: statement.params(values) }, 'events');
+    const read = await rowsRead(ctx, deliveryRowsQuery(ids), 'events');
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
     // And each delivery carries its event.

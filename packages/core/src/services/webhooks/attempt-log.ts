@@ -6,6 +6,7 @@ import {
   inArray,
   lte,
   or,
+  type Placeholder,
   type SQL,
   type SQLWrapper,
   sql,
@@ -78,12 +79,23 @@ export const eventAtKey = (at: Date) => (Number.isNaN(at.getTime()) ? '-infinity
  * one of them holds `-infinity` (a message from before partitioning: its partition is found by its id).
  */
 export function eventAtWithin(column: SQL | Column, times: readonly Date[]): SQL | undefined {
+  const range = eventAtRange(times);
+  return range && eventAtBetween(column, range.from, range.to);
+}
+
+/** The range `eventAtWithin` reads, `[from, to)` as ISO strings; undefined when it names none. */
+export function eventAtRange(times: readonly Date[]): { from: string; to: string } | undefined {
   const ms = times.map((t) => t.getTime());
   if (ms.length === 0 || ms.some(Number.isNaN)) return undefined;
-  const from = new Date(Math.min(...ms)).toISOString();
-  const to = new Date(Math.max(...ms) + 1).toISOString();
-  return sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)`;
+  return { from: new Date(Math.min(...ms)).toISOString(), to: new Date(Math.max(...ms) + 1).toISOString() };
 }
+
+/** `column` in `[from, to)`: values, or placeholders of a statement built once (`builtOnce`). */
+export const eventAtBetween = (
+  column: SQL | Column,
+  from: string | Placeholder,
+  to: string | Placeholder,
+): SQL => sql`(${column} >= ${from}::timestamptz and ${column} < ${to}::timestamptz)`;
 
 /** One attempt as `recordAttempt` writes it. */
 export type AttemptInsert = {

@@ -10,7 +10,7 @@ import {
   webhookMessages,
 } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
-import { QueryBuilder } from 'drizzle-orm/pg-core';
+import { PgDialect, QueryBuilder } from 'drizzle-orm/pg-core';
 import { type Ctx, unitOfWork } from '../../context';
 import { newId, timesOf } from '../../ids';
 import {
@@ -27,7 +27,13 @@ import { recordEvents } from '../events';
 import { fulfilParticipantReward } from '../participant-rewards';
 import { runningErasureOf, runningErasureOfEvent } from '../participants/erase';
 import { missing } from '../retention/past';
-import { eventAtKey, eventAtWithin, insertAttempt, pruneBeforeAttempt } from './attempt-log';
+import {
+  eventAtBetween,
+  eventAtRange,
+  eventAtWithin,
+  insertAttempt,
+  pruneBeforeAttempt,
+} from './attempt-log';
 import type { Scheduled } from './messages';
 import { orderedKeys, type Released, releaseNextOrdered, waits } from './ordering';
 import { inScope, type WebhookScope } from './scope';
@@ -654,45 +660,39 @@ export type Success = {
  */
 export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<Released[]> {
   if (list.length === 0) return [];
+  const { statement, values } = successesStatement(list);
   const ordered = list.filter((x) => x.orderedParticipantId);
   if (ordered.length === 0) {
-    await ctx.db.execute(successesStatement(list));
+    await statement.rows(ctx.db, values);
     return [];
   }
   // With ordered messages: the successes, then (a statement of its own, so that it sees a message a fan-out
   // committed while it waited for one of these rows) the next message of each of their participants.
   return unitOfWork(ctx, async (tx) => {
-    await tx.db.execute(successesStatement(list));
+    await statement.rows(tx.db, values);
     const keys = ordered.map((x) => ({ endpointId: x.endpointId, participantId: x.orderedParticipantId! }));
     return releaseNextOrdered(tx, keys, null, tx.clock.now());
   });
 }
 
-/** `recordSuccesses`'s one statement, for a list that is not empty. */
-export function successesStatement(list: readonly Success[]) {
-  // Every column goes as text[] (the driver serializes text arrays only) and is cast by PostgreSQL.
-  const col = (f: (x: Success) => string | null) => sql.param(list.map(f));
-  const keys = list.map((x) => eventAtKey(x.eventAt));
+/**
+ * `recordSuccesses`'s one statement, built once (`builtOnce`): with the range of the successes' partitions, and
+ * without (a message from before partitioning). Every column is one array placeholder, sent as text[] (the
+ * driver serializes text arrays only) and cast by PostgreSQL; `since` bounds the attempts' partitions read.
+ */
+function successesQuery(ranged: boolean) {
+  const p = (name: string) => sql.placeholder(name);
   // The partitions of the successes' messages (none named when one is from before partitioning).
-  const within = (alias: string) => {
-    const range = eventAtWithin(
-      sql.raw(`${alias}.event_at`),
-      list.map((x) => x.eventAt),
-    );
-    return range ? sql`and ${range}` : sql``;
-  };
-  return sql`
+  const within = (alias: string) =>
+    ranged ? sql`and ${eventAtBetween(sql.raw(`${alias}.event_at`), p('from'), p('to'))}` : sql``;
+  return builtOnce(
+    new PgDialect().sqlToQuery(sql`
     with input as (
-      select * from unnest(${col((x) => x.id)}::text[], ${col((x) => x.messageId)}::text[],
-        ${col((x) => String(x.generation))}::text[]::int[], ${col((x) => x.endpointId)}::text[],
-        ${col((x) => x.attemptedAt.toISOString())}::text[]::timestamptz[],
-        ${col((x) => String(x.statusCode))}::text[]::int[], ${col((x) => String(x.latencyMs))}::text[]::int[],
-        ${col((x) => x.responseExcerpt)}::text[])
+      select * from unnest(${p('id')}::text[], ${p('messageId')}::text[], ${p('generation')}::text[]::int[],
+        ${p('endpointId')}::text[], ${p('attemptedAt')}::text[]::timestamptz[], ${p('statusCode')}::text[]::int[],
+        ${p('latencyMs')}::text[]::int[], ${p('responseExcerpt')}::text[])
         as t(id, message_id, generation, endpoint_id, attempted_at, status_code, latency_ms, response_excerpt)
-    ), pruned as (${pruneBeforeAttempt(
-      sql`select message_id from input`,
-      sql`${keys.includes('-infinity') ? '-infinity' : new Date(Math.min(...list.map((x) => x.eventAt.getTime()))).toISOString()}::timestamptz`,
-    )}),
+    ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`, sql`${p('since')}::timestamptz`)}),
     live as (
       select i.message_id from input i join ${webhookMessages} x
         on x.id = i.message_id and x.generation = i.generation and ${stillPending(sql.raw('x.status'))} ${within('x')}
@@ -714,7 +714,33 @@ export function successesStatement(list: readonly Success[]) {
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
       updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))} ${within('m')}`;
+    where m.id = i.message_id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))} ${within('m')}`),
+  );
+}
+
+const SUCCESSES_STATEMENTS = { ranged: successesQuery(true), unranged: successesQuery(false) };
+
+/** `recordSuccesses`'s one statement for a list that is not empty, and its values. */
+export function successesStatement(list: readonly Success[]) {
+  const range = eventAtRange(list.map((x) => x.eventAt));
+  const col = (f: (x: Success) => string | null) => list.map(f);
+  return {
+    statement: range ? SUCCESSES_STATEMENTS.ranged : SUCCESSES_STATEMENTS.unranged,
+    values: {
+      id: col((x) => x.id),
+      messageId: col((x) => x.messageId),
+      generation: col((x) => String(x.generation)),
+      endpointId: col((x) => x.endpointId),
+      attemptedAt: col((x) => x.attemptedAt.toISOString()),
+      statusCode: col((x) => String(x.statusCode)),
+      latencyMs: col((x) => String(x.latencyMs)),
+      responseExcerpt: col((x) => x.responseExcerpt),
+      // No attempt is older than its message's event: a message from before partitioning reads them all.
+      since: range ? range.from : '-infinity',
+      from: range?.from,
+      to: range?.to,
+    },
+  };
 }
 
 /** Disables an endpoint that the receiver or its failures turned off, and records why, once. */

@@ -111,6 +111,9 @@ function readExcerpt(body: Readable, waitMs: number): Promise<string> {
       body.destroy();
     }, waitMs);
     body.on('data', onData).once('end', settle).on('error', settle);
+    // A body that ended or broke before these listeners came says so no more.
+    if (body.errored) settle(body.errored);
+    else if (body.readableEnded) settle();
   });
 }
 

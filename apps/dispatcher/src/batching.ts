@@ -34,14 +34,25 @@ export type DeliveryBatching = {
 };
 
 /**
+ * How long a message of a batch of several waits for a slot of its endpoint's window, when the endpoint is
+ * healthy (its window whole), in ms: its batch's own deliveries free them as their answers come, and with the
+ * lanes bounded the job slot held meanwhile is not taken from other endpoints. A slow endpoint's messages (its
+ * window narrowed by timeouts), and a job of one message, wait `WINDOW_WAIT_MS`, then step aside.
+ */
+export const BATCH_WINDOW_WAIT_MS = 2000;
+
+/** What a claim holds past the attempt's timeout and its window's wait: a pause, the excerpt, a slow loop. */
+const CLAIM_MARGIN_MS = 5000;
+
+/**
  * How long a dispatcher's claim on a message holds (`claimDeliveries`), in ms: an attempt's request ends within
  * the timeout (connection, look-up, status and the excerpt it reads meanwhile; the excerpt waits 500 ms at most
- * once the status is in), and 7 s more leave room for that, for a batch's message claimed before it waits for its
- * endpoint's window (2 s at most, then 250 ms at most for a pause, or it steps aside and ends its claim), and for
- * a slow event loop before the request goes. A dispatcher killed mid-attempt leaves its message to the next after
- * this long.
+ * once the status is in); a batch's message is claimed before it waits for its endpoint's window
+ * (`BATCH_WINDOW_WAIT_MS` at most, then 250 ms at most for a pause, or it steps aside and ends its claim); and
+ * `CLAIM_MARGIN_MS` more leave room for those and for a slow event loop before the request goes. A dispatcher
+ * killed mid-attempt leaves its message to the next after this long.
  */
-export const claimLeaseMs = (timeoutMs: number) => timeoutMs + 7000;
+export const claimLeaseMs = (timeoutMs: number) => timeoutMs + BATCH_WINDOW_WAIT_MS + CLAIM_MARGIN_MS;
 
 /**
  * Group commit for the dispatcher's three statements per delivery (and the release of a claim taken ahead of an

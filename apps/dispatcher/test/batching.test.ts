@@ -16,8 +16,9 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
-import { createDeliveryBatching } from '../src/batching';
+import { BATCH_WINDOW_WAIT_MS, createDeliveryBatching } from '../src/batching';
 import { attemptDelivery, type DeliverDeps } from '../src/processors/attempt';
+import { claimAhead } from '../src/processors/deliver-batch';
 import { createInFlight } from '../src/throttle';
 
 const testDb = useTestDb();
@@ -228,6 +229,54 @@ describe('delivery batching', () => {
     // Claimed ahead, its claim is ended; the other's claim (not the attempt's to end) holds.
     expect(await batching.claim(claim(a))).toBe(true);
     expect(await batching.claim(claim(b))).toBe(false);
+  });
+
+  it('a claimed-ahead message steps aside even when its claim cannot be ended (PostgreSQL away): the claim is left to its lease', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 1);
+    const claim = { messageId: ids[0]!, generation: 0, eventAt: MADE_AT };
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    const [delivery] = await loadDeliveries(ctx, [{ messageId: ids[0]!, generation: 0 }]);
+    if (!delivery || 'skip' in delivery) throw new Error('not loaded');
+    // Releases go through a pool that is closed: each one fails as a store that is away does.
+    const closed = postgres(testDb.url, { max: 1, onnotice: () => {} });
+    await closed.end();
+    const away = createDeliveryBatching(
+      { db: drizzle(closed) as unknown as Ctx['db'], clock: systemClock },
+      { leaseMs: 30_000 },
+    );
+    await expect(away.release(claim)).rejects.toThrow();
+    const inFlight = createInFlight(1);
+    expect(await inFlight.acquire(delivery.endpoint.id, 0)).toBe(true);
+    const deps = {
+      ctx,
+      inFlight,
+      batching: { ...batching, release: away.release },
+    } as unknown as DeliverDeps;
+    expect(await batching.claim(claim)).toBe(true);
+    expect(await attemptDelivery(deps, delivery, 10, true)).toHaveProperty('later');
+    // Not ended: no other delivery takes the message until the lease is over.
+    expect(await batching.claim(claim)).toBe(false);
+  });
+
+  it('a batch whose claim ahead fails (PostgreSQL away) leaves each message for its attempt to claim', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 2);
+    const deliveries = await loadDeliveries(
+      ctx,
+      ids.map((messageId) => ({ messageId, generation: 0 })),
+    );
+    const closed = postgres(testDb.url, { max: 1, onnotice: () => {} });
+    await closed.end();
+    const away = createDeliveryBatching(
+      { db: drizzle(closed) as unknown as Ctx['db'], clock: systemClock },
+      { leaseMs: 30_000 },
+    );
+    const deps = { ctx, batching: away } as unknown as DeliverDeps;
+    expect(await claimAhead(deps, deliveries, BATCH_WINDOW_WAIT_MS)).toEqual([undefined, undefined]);
+    // With PostgreSQL there, the same batch is claimed ahead.
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    expect(await claimAhead({ ...deps, batching }, deliveries, BATCH_WINDOW_WAIT_MS)).toEqual([true, true]);
   });
 
   it('a claim of several messages that deadlocks is made again one message at a time, so its deliveries go on', async () => {

@@ -85,9 +85,13 @@ export async function attemptDelivery(
   const { ctx, sender, gate, inFlight, batching } = deps;
   const { endpoint, message } = delivery;
   const claim = { messageId: message.id, generation: message.generation, eventAt: message.eventAt };
-  /** Stepping aside before the request goes: the message's next job may claim it at once. */
+  /**
+   * Stepping aside before the request goes: the message's next job may claim it at once. A release that fails
+   * (PostgreSQL away) leaves the claim to its lease, and the message's next job waits for that: it is not lost,
+   * and stepping aside is not turned into a failed attempt.
+   */
   const aside = async (ms: number): Promise<AttemptStep> => {
-    if (claimedAhead) await batching.release(claim);
+    if (claimedAhead) await batching.release(claim).catch(() => undefined);
     return { later: ms };
   };
   const notYet = notDueFor(message, ctx.clock.now());

@@ -1,6 +1,7 @@
 import { loadDeliveries } from '@stampcard/core';
 import { DELIVERY_BATCH, deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
+import { BATCH_WINDOW_WAIT_MS } from '../batching';
 import type { LaneRoom } from '../throttle';
 import {
   type AttemptStep,
@@ -36,14 +37,6 @@ export const laneWaitersMax = (concurrency: number) =>
   Math.max(0, concurrency - Math.max(4, Math.ceil(concurrency / 4)));
 
 /**
- * How long a message of a batch of several waits for a slot of its endpoint's window, when the endpoint is
- * healthy (its window whole), in ms: its batch's own deliveries free them as their answers come, and with the
- * lanes bounded the job slot held meanwhile is not taken from other endpoints. A slow endpoint's messages (its
- * window narrowed by timeouts), and a job of one message, wait `WINDOW_WAIT_MS`, then step aside.
- */
-const BATCH_WINDOW_WAIT_MS = 2000;
-
-/**
  * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
  * all, one claim for all (`claimAhead`), their attempts side by side within the endpoint's share of this
  * process, their successes written together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
@@ -76,7 +69,7 @@ type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][numb
  * attempt to claim (undefined): skipped, not due, a claim that failed, or every message of a batch whose endpoint
  * is rate-limited (its turn may be far off) or slow (its messages wait 50 ms for the window, then step aside).
  */
-async function claimAhead(
+export async function claimAhead(
   deps: DeliverDeps,
   deliveries: Awaited<ReturnType<typeof loadDeliveries>>,
   windowWaitMs: number,

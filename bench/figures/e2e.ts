@@ -22,6 +22,16 @@ export type E2eFigure = {
     appliedToReceived: { p50: number | null; p99: number | null };
   };
   /**
+   * Applied → received taken apart from the rows of each action (every time from this machine's clock):
+   * applied → its LOYALTY_ACTION_APPLIED event recorded (inside the apply's transaction), event → its message
+   * made (the outbox's hand-off and the fan-out), message made → its first attempt sent (the batch job, its
+   * lane, the load, the claim, the window), attempt sent → webhook received (the request).
+   */
+  deliveryStagesMs: Record<
+    'appliedToEvent' | 'eventToMessage' | 'messageToAttempt' | 'attemptToReceived',
+    { p50: number | null; p99: number | null }
+  >;
+  /**
    * Throughput: `actions` queued at once over `participants` participants (several each, so an ordered
    * endpoint sends each participant's one after the other), until every webhook arrived.
    */
@@ -130,6 +140,7 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
   }
   toApplied.sort((a, b) => a - b);
   toReceived.sort((a, b) => a - b);
+  const deliveryStagesMs = await deliveryStages(bench, campaign, sentAt, arrived);
   const figure: E2eFigure = {
     load,
     received: arrived.size,
@@ -140,12 +151,79 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
       sentToApplied: { p50: at(50, toApplied), p99: at(99, toApplied) },
       appliedToReceived: { p50: at(50, toReceived), p99: at(99, toReceived) },
     },
+    deliveryStagesMs,
     burst: await measureBurst(bench, campaign, phase),
   };
   progress(
     `${phase}: ${figure.received} webhooks (${figure.missing} missing, last after ${round((performance.now() - waitStarted) / 1000, 1)} s more), p50 ${figure.latencyMs.p50} ms p99 ${figure.latencyMs.p99} ms; sent → applied p50 ${figure.stagesMs.sentToApplied.p50} p99 ${figure.stagesMs.sentToApplied.p99} ms, applied → received p50 ${figure.stagesMs.appliedToReceived.p50} p99 ${figure.stagesMs.appliedToReceived.p99} ms`,
   );
+  const d = figure.deliveryStagesMs;
+  const stage = (name: string, s: { p50: number | null; p99: number | null }) =>
+    `${name} p50 ${s.p50} p99 ${s.p99}`;
+  progress(
+    `${phase}: applied → received, stage by stage (ms): ${[
+      stage('applied → event', d.appliedToEvent),
+      stage('event → message', d.eventToMessage),
+      stage('message → attempt', d.messageToAttempt),
+      stage('attempt → received', d.attemptToReceived),
+    ].join(', ')}`,
+  );
   return figure;
+}
+
+/**
+ * `E2eFigure.deliveryStagesMs`: each measured action's applied time, its event's, its message's and its first
+ * attempt's, read from the run's database (one statement, after the load), and its webhook's arrival.
+ */
+async function deliveryStages(
+  bench: Bench,
+  campaign: BenchCampaign,
+  sentAt: Map<string, number>,
+  arrived: Map<string, number>,
+): Promise<E2eFigure['deliveryStagesMs']> {
+  const rows = await bench.sql<
+    { id: string; applied: number; event: number; message: number; attempt: number | null }[]
+  >`
+    select a.id, (extract(epoch from a.applied_at) * 1000)::float8 as applied,
+      (extract(epoch from e.created_at) * 1000)::float8 as event,
+      (extract(epoch from m.created_at) * 1000)::float8 as message,
+      (extract(epoch from (select min(w.attempted_at) from webhook_attempts w where w.message_id = m.id)) * 1000)::float8
+        as attempt
+    from loyalty_actions a
+    join events e on e.campaign_id = a.campaign_id and e.type = 'LOYALTY_ACTION_APPLIED'
+      and e.data #>> '{action,id}' = a.id
+    join webhook_messages m on m.event_id = e.id
+    where a.campaign_id = ${campaign.id} and a.applied_at is not null`;
+  const lists = {
+    appliedToEvent: [],
+    eventToMessage: [],
+    messageToAttempt: [],
+    attemptToReceived: [],
+  } as Record<keyof E2eFigure['deliveryStagesMs'], number[]>;
+  for (const r of rows) {
+    const sent = sentAt.get(r.id);
+    if (sent === undefined) continue;
+    lists.appliedToEvent.push(r.event - r.applied);
+    lists.eventToMessage.push(r.message - r.event);
+    if (r.attempt === null) continue;
+    lists.messageToAttempt.push(r.attempt - r.message);
+    const total = arrived.get(r.id);
+    if (total !== undefined) lists.attemptToReceived.push(sent + total - r.attempt);
+  }
+  const of = (list: number[]) => {
+    list.sort((a, b) => a - b);
+    const p = (n: number) => {
+      const v = percentile(list, n);
+      return v === null ? null : round(v, 1);
+    };
+    return { p50: p(50), p99: p(99) };
+  };
+  return {
+    appliedToEvent: of(lists.appliedToEvent),
+    eventToMessage: of(lists.eventToMessage),
+    messageToAttempt: of(lists.messageToAttempt),
+    attemptToReceived: of(lists.attemptToReceived),
+  };
 }
 
 /** `E2eFigure.burst`: the actions queued at once, then the time until each one's webhook arrived. */

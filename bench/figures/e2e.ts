@@ -38,6 +38,18 @@ export type E2eFigure = {
   burst: { actions: number; participants: number; seconds: number; perSecond: number; received: number };
 };
 
+/** The `p`th percentile of `sorted`, to a tenth of a ms; null when there is none. */
+function percentileMs(sorted: number[], p: number): number | null {
+  const v = percentile(sorted, p);
+  return v === null ? null : round(v, 1);
+}
+
+/** The p50 and p99 of `list`, which it sorts. */
+function spread(list: number[]): { p50: number | null; p99: number | null } {
+  list.sort((a, b) => a - b);
+  return { p50: percentileMs(list, 50), p99: percentileMs(list, 99) };
+}
+
 /** The warm-up's bodies are numbered from here, past any the measured run sends. */
 const WARMUP_FIRST = 1_000_000_000;
 
@@ -120,37 +132,15 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
   const gaveUp = Date.now();
   const missing = [...sentAt].filter(([id]) => !arrived.has(id)).map(([, sent]) => gaveUp - sent);
   const latencies = [...arrived.values(), ...missing].sort((a, b) => a - b);
-  const at = (p: number, list = latencies) => {
-    const v = percentile(list, p);
-    return v === null ? null : round(v, 1);
-  };
-  // Where the time goes: request sent → applied by the worker (the ledger's applied_at, written from the
-  // same machine's clock), then applied → webhook received.
-  const applied = await bench.sql<{ id: string; ms: number }[]>`
-    select id, (extract(epoch from applied_at) * 1000)::float8 as ms from loyalty_actions
-    where campaign_id = ${campaign.id} and applied_at is not null`;
-  const toApplied: number[] = [];
-  const toReceived: number[] = [];
-  for (const { id, ms } of applied) {
-    const sent = sentAt.get(id);
-    const total = arrived.get(id);
-    if (sent === undefined) continue;
-    toApplied.push(ms - sent);
-    if (total !== undefined) toReceived.push(sent + total - ms);
-  }
-  toApplied.sort((a, b) => a - b);
-  toReceived.sort((a, b) => a - b);
-  const deliveryStagesMs = await deliveryStages(bench, campaign, sentAt, arrived);
+  const at = (p: number) => percentileMs(latencies, p);
+  const { stagesMs, deliveryStagesMs } = await stagesOf(bench, campaign, sentAt, arrived);
   const figure: E2eFigure = {
     load,
     received: arrived.size,
     missing: missing.length,
     latencyMs: { p50: at(50), p90: at(90), p99: at(99), max: at(100) },
     lowerBound: missing.length > 0,
-    stagesMs: {
-      sentToApplied: { p50: at(50, toApplied), p99: at(99, toApplied) },
-      appliedToReceived: { p50: at(50, toReceived), p99: at(99, toReceived) },
-    },
+    stagesMs,
     deliveryStagesMs,
     burst: await measureBurst(bench, campaign, phase),
   };
@@ -172,17 +162,18 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
 }
 
 /**
- * `E2eFigure.deliveryStagesMs`: each measured action's applied time, its event's, its message's and its first
- * attempt's, read from the run's database (one statement, after the load), and its webhook's arrival.
+ * `E2eFigure.stagesMs` and `deliveryStagesMs`: each measured action's applied time (the ledger's `applied_at`),
+ * its event's, its message's and its first attempt's, all written from this machine's clock and read from the
+ * run's database in one statement after the load, against the time its request was sent and its webhook arrived.
  */
-async function deliveryStages(
+async function stagesOf(
   bench: Bench,
   campaign: BenchCampaign,
   sentAt: Map<string, number>,
   arrived: Map<string, number>,
-): Promise<E2eFigure['deliveryStagesMs']> {
+): Promise<Pick<E2eFigure, 'stagesMs' | 'deliveryStagesMs'>> {
   const rows = await bench.sql<
-    { id: string; applied: number; event: number; message: number; attempt: number | null }[]
+    { id: string; applied: number; event: number | null; message: number | null; attempt: number | null }[]
   >`
     select a.id, (extract(epoch from a.applied_at) * 1000)::float8 as applied,
       (extract(epoch from e.created_at) * 1000)::float8 as event,
@@ -190,39 +181,42 @@ async function deliveryStages(
       (extract(epoch from (select min(w.attempted_at) from webhook_attempts w where w.message_id = m.id)) * 1000)::float8
         as attempt
     from loyalty_actions a
-    join events e on e.campaign_id = a.campaign_id and e.type = 'LOYALTY_ACTION_APPLIED'
+    left join events e on e.campaign_id = a.campaign_id and e.type = 'LOYALTY_ACTION_APPLIED'
       and e.data #>> '{action,id}' = a.id
-    join webhook_messages m on m.event_id = e.id
+    left join webhook_messages m on m.event_id = e.id
     where a.campaign_id = ${campaign.id} and a.applied_at is not null`;
-  const lists = {
+  const lists: Record<keyof E2eFigure['stagesMs'] | keyof E2eFigure['deliveryStagesMs'], number[]> = {
+    sentToApplied: [],
+    appliedToReceived: [],
     appliedToEvent: [],
     eventToMessage: [],
     messageToAttempt: [],
     attemptToReceived: [],
-  } as Record<keyof E2eFigure['deliveryStagesMs'], number[]>;
+  };
   for (const r of rows) {
     const sent = sentAt.get(r.id);
     if (sent === undefined) continue;
+    const received = arrived.has(r.id) ? sent + arrived.get(r.id)! : null;
+    lists.sentToApplied.push(r.applied - sent);
+    if (received !== null) lists.appliedToReceived.push(received - r.applied);
+    if (r.event === null || r.message === null) continue;
     lists.appliedToEvent.push(r.event - r.applied);
     lists.eventToMessage.push(r.message - r.event);
     if (r.attempt === null) continue;
     lists.messageToAttempt.push(r.attempt - r.message);
-    const total = arrived.get(r.id);
-    if (total !== undefined) lists.attemptToReceived.push(sent + total - r.attempt);
+    if (received !== null) lists.attemptToReceived.push(received - r.attempt);
   }
-  const of = (list: number[]) => {
-    list.sort((a, b) => a - b);
-    const p = (n: number) => {
-      const v = percentile(list, n);
-      return v === null ? null : round(v, 1);
-    };
-    return { p50: p(50), p99: p(99) };
-  };
   return {
-    appliedToEvent: of(lists.appliedToEvent),
-    eventToMessage: of(lists.eventToMessage),
-    messageToAttempt: of(lists.messageToAttempt),
-    attemptToReceived: of(lists.attemptToReceived),
+    stagesMs: {
+      sentToApplied: spread(lists.sentToApplied),
+      appliedToReceived: spread(lists.appliedToReceived),
+    },
+    deliveryStagesMs: {
+      appliedToEvent: spread(lists.appliedToEvent),
+      eventToMessage: spread(lists.eventToMessage),
+      messageToAttempt: spread(lists.messageToAttempt),
+      attemptToReceived: spread(lists.attemptToReceived),
+    },
   };
 }
 

@@ -57,6 +57,16 @@ async function endpointWithMessages(ctx: Ctx, n: number) {
   return { endpointId, ids };
 }
 
+/** Delivery batching on a pool that is closed: every statement fails, as with a PostgreSQL that is away. */
+async function batchingWithPostgresAway() {
+  const closed = postgres(testDb.url, { max: 1, onnotice: () => {} });
+  await closed.end();
+  return createDeliveryBatching(
+    { db: drizzle(closed) as unknown as Ctx['db'], clock: systemClock },
+    { leaseMs: 30_000 },
+  );
+}
+
 /** When the test's messages were made: their partition key. */
 const MADE_AT = new Date();
 
@@ -239,12 +249,7 @@ describe('delivery batching', () => {
     const [delivery] = await loadDeliveries(ctx, [{ messageId: ids[0]!, generation: 0 }]);
     if (!delivery || 'skip' in delivery) throw new Error('not loaded');
     // Releases go through a pool that is closed: each one fails as a store that is away does.
-    const closed = postgres(testDb.url, { max: 1, onnotice: () => {} });
-    await closed.end();
-    const away = createDeliveryBatching(
-      { db: drizzle(closed) as unknown as Ctx['db'], clock: systemClock },
-      { leaseMs: 30_000 },
-    );
+    const away = await batchingWithPostgresAway();
     await expect(away.release(claim)).rejects.toThrow();
     const inFlight = createInFlight(1);
     expect(await inFlight.acquire(delivery.endpoint.id, 0)).toBe(true);
@@ -266,12 +271,7 @@ describe('delivery batching', () => {
       ctx,
       ids.map((messageId) => ({ messageId, generation: 0 })),
     );
-    const closed = postgres(testDb.url, { max: 1, onnotice: () => {} });
-    await closed.end();
-    const away = createDeliveryBatching(
-      { db: drizzle(closed) as unknown as Ctx['db'], clock: systemClock },
-      { leaseMs: 30_000 },
-    );
+    const away = await batchingWithPostgresAway();
     const deps = { ctx, batching: away } as unknown as DeliverDeps;
     expect(await claimAhead(deps, deliveries, BATCH_WINDOW_WAIT_MS)).toEqual([undefined, undefined]);
     // With PostgreSQL there, the same batch is claimed ahead.

@@ -2,7 +2,7 @@ import {
   type Claim,
   type Ctx,
   claimStatement,
-  deliveryRowsQuery,
+  deliveryStatement,
   loadDeliveries,
   type Success,
   successesStatement,
@@ -130,7 +130,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const read = await rowsRead(ctx, deliveryRowsQuery(ids), 'events');
+    const read = await rowsRead(ctx, deliveryStatement(ids), 'events');
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
     // And each delivery carries its event.

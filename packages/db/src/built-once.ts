@@ -1,4 +1,5 @@
-import { type Column, fillPlaceholders, type Query } from 'drizzle-orm';
+import { type Column, fillPlaceholders, is, type Query, SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import type postgres from 'postgres';
 import type { Tx } from './client';
 
@@ -11,6 +12,9 @@ export function clientOf(db: Tx): postgres.Sql {
   return (db as unknown as { session: { client: postgres.Sql } }).session.client;
 }
 
+/** Renders a statement written with drizzle's `sql` (a query builder renders itself). */
+const DIALECT = new PgDialect();
+
 /**
  * A statement drizzle builds once, from the schema, with its values as named placeholders (`sql.placeholder`),
  * run as often as asked with the values filled in. A statement on a hot path built by drizzle at every run
@@ -18,16 +22,17 @@ export function clientOf(db: Tx): postgres.Sql {
  * its time; this one's text is a constant (prepared like any other by the pool) and its rows come back as
  * arrays, in the order of its select list, for the caller to decode (`decoded`).
  */
-export function builtOnce(query: Query) {
+export function builtOnce(statement: SQL | { toSQL(): Query }) {
+  const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
+  /** Its parameters, for `values` (every placeholder named). */
+  const params = (values: Record<string, unknown>) => fillPlaceholders(query.params, values) as never[];
   return {
     /** The statement's text. */
     text: query.sql,
-    /** Its parameters, for `values` (every placeholder named). */
-    params: (values: Record<string, unknown>) => fillPlaceholders(query.params, values) as never[],
+    params,
     /** Runs it with `values`: its rows, each an array of its columns' values as the driver gives them. */
-    rows(db: Tx, values: Record<string, unknown>): Promise<unknown[][]> {
-      return clientOf(db).unsafe(query.sql, this.params(values)).values() as Promise<unknown[][]>;
-    },
+    rows: (db: Tx, values: Record<string, unknown>): Promise<unknown[][]> =>
+      clientOf(db).unsafe(query.sql, params(values)).values() as Promise<unknown[][]>,
   };
 }
 

@@ -10,7 +10,7 @@ import {
   webhookMessages,
 } from '@stampcard/db';
 import { and, eq, isNotNull, isNull, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
-import { PgDialect, QueryBuilder } from 'drizzle-orm/pg-core';
+import { QueryBuilder } from 'drizzle-orm/pg-core';
 import { type Ctx, unitOfWork } from '../../context';
 import { newId, timesOf } from '../../ids';
 import {
@@ -149,7 +149,7 @@ export async function loadDeliveries(
  * the partitions to read (ids made since partitioning carry them), and without, for a list with an id that does
  * not. Placeholders: `ids`, and `times` (ISO strings).
  */
-function deliveryStatement(withTimes: boolean) {
+function buildLoad(withTimes: boolean) {
   const qb = new QueryBuilder();
   const times = sql.placeholder('times');
   // Each message's event, looked up by its primary key. A lateral subquery with a limit is not merged into the
@@ -181,13 +181,13 @@ function deliveryStatement(withTimes: boolean) {
         withTimes ? anyTime(webhookMessages.eventAt, times) : undefined,
       ),
     );
-  return builtOnce(query.toSQL());
+  return builtOnce(query);
 }
 
-const DELIVERY_STATEMENTS = { withTimes: deliveryStatement(true), without: deliveryStatement(false) };
+const DELIVERY_STATEMENTS = { withTimes: buildLoad(true), without: buildLoad(false) };
 
 /** The load's statement for `ids` (distinct) and its values. */
-export function deliveryRowsQuery(ids: string[]) {
+export function deliveryStatement(ids: string[]) {
   const times = timesOf(ids);
   return {
     statement: times ? DELIVERY_STATEMENTS.withTimes : DELIVERY_STATEMENTS.without,
@@ -199,7 +199,7 @@ type DeliveryRow = ContentSource & { message: DeliveryMessage; endpoint: Deliver
 
 /** `loadDeliveries`'s one statement: the rows of the messages `ids` (distinct), with their endpoints and events. */
 export async function deliveryRows(ctx: Ctx, ids: string[]): Promise<DeliveryRow[]> {
-  const { statement, values } = deliveryRowsQuery(ids);
+  const { statement, values } = deliveryStatement(ids);
   return (await statement.rows(ctx.db, values)).map(deliveryRow);
 }
 
@@ -680,13 +680,13 @@ export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promi
  * without (a message from before partitioning). Every column is one array placeholder, sent as text[] (the
  * driver serializes text arrays only) and cast by PostgreSQL; `since` bounds the attempts' partitions read.
  */
-function successesQuery(ranged: boolean) {
+function buildSuccesses(ranged: boolean) {
   const p = (name: string) => sql.placeholder(name);
   // The partitions of the successes' messages (none named when one is from before partitioning).
   const within = (alias: string) =>
     ranged ? sql`and ${eventAtBetween(sql.raw(`${alias}.event_at`), p('from'), p('to'))}` : sql``;
   return builtOnce(
-    new PgDialect().sqlToQuery(sql`
+    sql`
     with input as (
       select * from unnest(${p('id')}::text[], ${p('messageId')}::text[], ${p('generation')}::text[]::int[],
         ${p('endpointId')}::text[], ${p('attemptedAt')}::text[]::timestamptz[], ${p('statusCode')}::text[]::int[],
@@ -714,11 +714,11 @@ function successesQuery(ranged: boolean) {
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
       updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))} ${within('m')}`),
+    where m.id = i.message_id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))} ${within('m')}`,
   );
 }
 
-const SUCCESSES_STATEMENTS = { ranged: successesQuery(true), unranged: successesQuery(false) };
+const SUCCESSES_STATEMENTS = { ranged: buildSuccesses(true), unranged: buildSuccesses(false) };
 
 /** `recordSuccesses`'s one statement for a list that is not empty, and its values. */
 export function successesStatement(list: readonly Success[]) {

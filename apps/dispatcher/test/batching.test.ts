@@ -195,15 +195,18 @@ describe('delivery batching', () => {
     // One session of its own, to read what the claim leaves in it.
     const connection = postgres(testDb.url, { max: 1, onnotice: () => {} });
     try {
-      const one = drizzle(connection);
+      const claimOf = (messageId: string) => {
+        const { statement, values } = claimStatement(claim(messageId), 30_000);
+        return connection.unsafe(statement.text, statement.params(values));
+      };
       // Inside a transaction: its commit is the claim's, and goes without waiting for its WAL's flush.
       await connection.unsafe('begin');
-      expect(await one.execute(claimStatement(claim(a), 30_000))).toHaveLength(1);
+      expect(await claimOf(a)).toHaveLength(1);
       const [inside] = await connection.unsafe("select current_setting('synchronous_commit') as s");
       await connection.unsafe('commit');
       expect(inside?.s).toBe('off');
       // On its own, as the dispatcher sends it: the connection's next statement (an attempt's record) waits.
-      expect(await one.execute(claimStatement(claim(b), 30_000))).toHaveLength(1);
+      expect(await claimOf(b)).toHaveLength(1);
       const [after] = await connection.unsafe("select current_setting('synchronous_commit') as s");
       expect(after?.s).toBe('on');
     } finally {
@@ -347,6 +350,16 @@ describe('delivery batching', () => {
     );
     if (!first || 'skip' in first || !second || 'skip' in second) throw new Error('not loaded');
     expect(Number.isNaN(first.message.eventAt.getTime())).toBe(true);
+    // Claimed (with no partition range to name), released, and claimed again at once.
+    const claimOf = (d: typeof first) => ({
+      messageId: d.message.id,
+      generation: 0,
+      eventAt: d.message.eventAt,
+    });
+    expect(await Promise.all([first, second].map((d) => batching.claim(claimOf(d))))).toEqual([true, true]);
+    expect(await batching.claim(claimOf(first))).toBe(false);
+    await batching.release(claimOf(first));
+    expect(await batching.claim(claimOf(first))).toBe(true);
     // A failure is recorded in its transaction, a success in the batch statement.
     const failed = await failAttempt(ctx, first);
     expect(failed.next).toBe('RETRY');

@@ -296,9 +296,10 @@ export async function claimDeliveries(
   leaseMs: number,
 ): Promise<boolean[]> {
   if (claims.length === 0) return [];
-  const rows = await ctx.db.execute<{ id: string; generation: number }>(claimStatement(claims, leaseMs));
+  const { statement, values } = claimStatement(claims, leaseMs);
+  const rows = await statement.rows(ctx.db, values);
   // A message claimed twice in one list (a job run twice) is updated once: its first claim only is granted.
-  const mine = new Set(rows.map((r) => `${r.id}\n${r.generation}`));
+  const mine = new Set(rows.map(([id, generation]) => `${id}\n${generation}`));
   return claims.map((c) => mine.delete(`${c.messageId}\n${c.generation}`));
 }
 
@@ -308,25 +309,58 @@ export async function claimDeliveries(
  */
 const COMMIT_WITHOUT_FLUSH = sql.raw(`(select set_config('synchronous_commit', 'off', true)) = 'off'`);
 
-/** `from … where …` joining the claims' messages, `m`, by id and generation, and their partitions' range. */
-function claimedMessages(claims: readonly Claim[]): SQL {
-  const range = eventAtWithin(
-    sql.raw('m.event_at'),
-    claims.map((c) => c.eventAt),
-  );
-  return sql`from unnest(${sql.param(claims.map((c) => c.messageId))}::text[],
-      ${sql.param(claims.map((c) => String(c.generation)))}::text[]::int[]) as i(id, generation)
-    where m.id = i.id and m.generation = i.generation ${range ? sql`and ${range}` : sql``}`;
+/**
+ * `from … where …` joining the claims' messages, `m`, by id and generation (placeholders `ids`, `generations`),
+ * and, `ranged`, their partitions' range (`from`, `to`).
+ */
+function claimedMessages(ranged: boolean): SQL {
+  const p = (name: string) => sql.placeholder(name);
+  return sql`from unnest(${p('ids')}::text[], ${p('generations')}::text[]::int[]) as i(id, generation)
+    where m.id = i.id and m.generation = i.generation
+      ${ranged ? sql`and ${eventAtBetween(sql.raw('m.event_at'), p('from'), p('to'))}` : sql``}`;
 }
 
-/** `claimDeliveries`'s one statement, for a list that is not empty: the claims granted, `(id, generation)`. */
-export function claimStatement(claims: readonly Claim[], leaseMs: number): SQL {
-  return sql`
-    update ${webhookMessages} m
-    set claimed_until = now() + ${String(leaseMs)}::int * interval '1 millisecond'
-    ${claimedMessages(claims)} and ${stillPending(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
-      and (m.claimed_until is null or m.claimed_until <= now())
-    returning m.id, m.generation`;
+/**
+ * The claim and its release, built once (`builtOnce`) as the load and the successes are: with the range of the
+ * claims' partitions, and without (a message from before partitioning).
+ */
+function buildClaims(ranged: boolean) {
+  return {
+    claim: builtOnce(sql`
+      update ${webhookMessages} m
+      set claimed_until = now() + ${sql.placeholder('leaseMs')}::int * interval '1 millisecond'
+      ${claimedMessages(ranged)} and ${stillPending(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
+        and (m.claimed_until is null or m.claimed_until <= now())
+      returning m.id, m.generation`),
+    release: builtOnce(sql`
+      update ${webhookMessages} m set claimed_until = null
+      ${claimedMessages(ranged)} and m.claimed_until > now() and ${COMMIT_WITHOUT_FLUSH}`),
+  };
+}
+
+const CLAIM_STATEMENTS = { ranged: buildClaims(true), unranged: buildClaims(false) };
+
+/** The values naming `claims` in the claim's and the release's statements, and which of the two to run. */
+function claimValues(claims: readonly Claim[]) {
+  const range = eventAtRange(claims.map((c) => c.eventAt));
+  return {
+    statements: range ? CLAIM_STATEMENTS.ranged : CLAIM_STATEMENTS.unranged,
+    values: {
+      ids: claims.map((c) => c.messageId),
+      generations: claims.map((c) => String(c.generation)),
+      from: range?.from,
+      to: range?.to,
+    },
+  };
+}
+
+/**
+ * `claimDeliveries`'s one statement for a list that is not empty, and its values: its rows are the claims
+ * granted, `[id, generation]`.
+ */
+export function claimStatement(claims: readonly Claim[], leaseMs: number) {
+  const { statements, values } = claimValues(claims);
+  return { statement: statements.claim, values: { ...values, leaseMs: String(leaseMs) } };
 }
 
 /**
@@ -337,9 +371,8 @@ export function claimStatement(claims: readonly Claim[], leaseMs: number): SQL {
  */
 export async function releaseClaims(ctx: Ctx, claims: readonly Claim[]): Promise<void> {
   if (claims.length === 0) return;
-  await ctx.db.execute(sql`
-    update ${webhookMessages} m set claimed_until = null
-    ${claimedMessages(claims)} and m.claimed_until > now() and ${COMMIT_WITHOUT_FLUSH}`);
+  const { statements, values } = claimValues(claims);
+  await statements.release.rows(ctx.db, values);
 }
 
 /** What one attempt saw. `statusCode` is null when no answer came. */

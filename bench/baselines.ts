@@ -7,14 +7,35 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { connectPostgres } from '@stampcard/db';
 import { Agent, request } from 'undici';
-import { type HammerOptions, type HammerResult, hammer } from './load';
+import { type ClosedLoopResult, closedLoop, type HammerOptions, type HammerResult, hammer } from './load';
 import type { BenchCampaign } from './seed';
 import { freePort, spawnNode, stopChild, waitHttpOk } from './service';
 import { round, within } from './util';
 
+/** Starts a bare server (`bench/bare-server.ts`) in `mode` on a free port, ready: its URL and its process. */
+async function startBare(name: string, mode: 'answer' | 'accept', env: Record<string, string> = {}) {
+  const port = await freePort();
+  const child = spawnNode(name, ['bench/bare-server.ts'], {
+    ...env,
+    PORT: String(port),
+    BARE_MODE: mode,
+    NODE_ENV: 'production',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitHttpOk(`${url}/ready`, 30_000, () => {
+      if (child.exitCode !== null) throw new Error(`bare server ${name} exited (${child.exitCode})`);
+    });
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+  return { url, child };
+}
+
 /**
  * Ingest baseline: as many bare `@hono/node-server` processes as there are API processes, each answering a
- * fixed JSON, hit by autocannon exactly as the API is (same connections, duration, warm-up, requests).
+ * fixed JSON, hit by the load generator exactly as the API is (same connections, duration, warm-up, requests).
  */
 export async function ingestBaseline(
   apiProcesses: number,
@@ -25,22 +46,35 @@ export async function ingestBaseline(
   try {
     const urls: string[] = [];
     for (let i = 0; i < apiProcesses; i++) {
-      const port = await freePort();
-      const child = spawnNode(`bare${i + 1}`, ['bench/bare-server.ts'], {
-        PORT: String(port),
-        NODE_ENV: 'production',
-      });
-      children.push(child);
-      const url = `http://127.0.0.1:${port}`;
-      await waitHttpOk(`${url}/ready`, 30_000, () => {
-        if (child.exitCode !== null) throw new Error(`bare server ${i + 1} exited (${child.exitCode})`);
-      });
-      urls.push(url);
+      const bare = await startBare(`bare${i + 1}`, 'answer');
+      children.push(bare.child);
+      urls.push(bare.url);
     }
     await hammer({ ...load, urls, durationS: warmupS });
     return await hammer({ ...load, urls });
   } finally {
     await Promise.all(children.map((c) => stopChild(c)));
+  }
+}
+
+/**
+ * The one caller's floor: a bare server that, per request, runs one Redis script and commits one row to
+ * PostgreSQL before it answers (`BARE_MODE=accept`), sent the same requests by one caller, one at a time, after
+ * a warm-up of a tenth as many. What this machine's round trips cost an accept with nothing of Stampcard's in
+ * the way; the one caller's figure is read against it.
+ */
+export async function serialFloor(opts: {
+  dbUrl: string;
+  redisUrl: string;
+  loop: Omit<Parameters<typeof closedLoop>[0], 'url' | 'connections'>;
+}): Promise<ClosedLoopResult> {
+  const bare = await startBare('floor', 'accept', { DATABASE_URL: opts.dbUrl, REDIS_URL: opts.redisUrl });
+  try {
+    const { loop } = opts;
+    await closedLoop({ ...loop, url: bare.url, connections: 1, requests: Math.ceil(loop.requests / 10) });
+    return await closedLoop({ ...loop, url: bare.url, connections: 1, first: loop.first + loop.requests });
+  } finally {
+    await stopChild(bare.child);
   }
 }
 

@@ -12,6 +12,8 @@ export type Bench = {
   /** `http://127.0.0.1:<port>` of each API process. */
   apiUrls: string[];
   dbUrl: string;
+  /** The standalone Redis the run was given (`REDIS_URL`), whatever the service's queues run on. */
+  redisUrl: string;
   /** The bench database, for seeding and polling (never on a measured path of the service). */
   sql: postgres.Sql;
   /** The service's queues, under the run's QUEUE_PREFIX, for the apply fast path. */

@@ -74,11 +74,21 @@ export type Ratios = {
   ingestP99Ms: number | null;
   serialP50Ms: number | null;
   serialP99Ms: number | null;
+  /** The one caller's p50 ÷ its floor's (`serialFloor`): 1 would be this machine's two round trips alone. */
+  serialOverFloor: number | null;
+  serialFloorP50Ms: number | null;
+  serialFloorP99Ms: number | null;
   apply: number | null;
   dispatch: number | null;
   e2eP99Ms: number | null;
   rssMb: number | null;
 };
+
+function overFloor(i: Figures['ingest']): number | null {
+  const ours = i?.serial.latencyMs.p50;
+  const floor = i?.serialFloor.latencyMs.p50;
+  return ours == null || !floor ? null : Math.round((ours / floor) * 100) / 100;
+}
 
 export function ratiosOf(f: Figures): Ratios {
   return {
@@ -86,6 +96,9 @@ export function ratiosOf(f: Figures): Ratios {
     ingestP99Ms: f.ingest?.stampcard.latencyMs.p99 ?? null,
     serialP50Ms: f.ingest?.serial.latencyMs.p50 ?? null,
     serialP99Ms: f.ingest?.serial.latencyMs.p99 ?? null,
+    serialOverFloor: overFloor(f.ingest),
+    serialFloorP50Ms: f.ingest?.serialFloor.latencyMs.p50 ?? null,
+    serialFloorP99Ms: f.ingest?.serialFloor.latencyMs.p99 ?? null,
     apply: f.apply?.ratio ?? null,
     dispatch: f.dispatch?.ratio ?? null,
     e2eP99Ms: f.e2e?.latencyMs.p99 ?? null,
@@ -153,6 +166,7 @@ const yes = (v: boolean | null) => (v === null ? 'n/a' : v ? 'yes' : 'NO');
 /** The figures as a text table, for the terminal. */
 export function summary(f: Figures): string {
   const met = targetsMet(f);
+  const r = ratiosOf(f);
   const rows: string[][] = [['figure', 'Stampcard', 'baseline', 'ratio', 'target', 'met']];
   const i = f.ingest;
   rows.push([
@@ -170,8 +184,9 @@ export function summary(f: Figures): string {
   rows.push([
     'ingest: one caller, one at a time, p50 / p99',
     i ? `${fmt(i.serial.latencyMs.p50, 2)} / ${fmt(i.serial.latencyMs.p99, 2)} ms` : 'n/a',
-    'none',
-    '',
+    i ? `floor ${fmt(i.serialFloor.latencyMs.p50, 2)} / ${fmt(i.serialFloor.latencyMs.p99, 2)} ms` : 'n/a',
+    // How many times the floor's p50 (a latency: 1 would be the floor itself).
+    fmt(r.serialOverFloor, 2),
     `≤ ${TARGETS.serialP50Ms} / ${TARGETS.serialP99Ms} ms`,
     yes(met.serial),
   ]);
@@ -273,11 +288,11 @@ export function summary(f: Figures): string {
       '',
     ]);
   }
-  return `${table(rows)}${i ? `\n\n${stageTable(i.serial, i.loaded)}` : ''}`;
+  return `${table(rows)}${i ? `\n\n${stageTable(i.serial, i.loaded, i.serialFloor)}` : ''}`;
 }
 
 /** Where an accept's time goes: each `Server-Timing` stage's mean (p99), alone and under load. */
-function stageTable(serial: ClosedLoopResult, loaded: ClosedLoopResult): string {
+function stageTable(serial: ClosedLoopResult, loaded: ClosedLoopResult, floor: ClosedLoopResult): string {
   const names = [...new Set([...serial.stages, ...loaded.stages].map((st) => st.stage))];
   const cell = (r: ClosedLoopResult, name: string) => {
     const st = r.stages.find((x) => x.stage === name);
@@ -290,6 +305,12 @@ function stageTable(serial: ClosedLoopResult, loaded: ClosedLoopResult): string 
       'client-measured p50 / p99',
       `${fmt(serial.latencyMs.p50, 2)} / ${fmt(serial.latencyMs.p99, 2)}`,
       `${fmt(loaded.latencyMs.p50, 2)} / ${fmt(loaded.latencyMs.p99, 2)}`,
+    ],
+    // The same caller against a bare server making the same two round trips (`serialFloor`).
+    [
+      'floor (Redis script + committed row)',
+      `${fmt(floor.latencyMs.p50, 2)} / ${fmt(floor.latencyMs.p99, 2)}`,
+      '',
     ],
   ];
   return table(rows);
@@ -309,12 +330,13 @@ function table(rows: string[][]): string {
 
 /**
  * The run's last line: `ratios: ingest=<x.xx> ingest_p99_ms=<x.xx> serial_p50_ms=<x.xx> serial_p99_ms=<x.xx> apply=<x.xx> dispatch=<x.xx> e2e_p99_ms=<n> rss_mb=<n>
- * bytes_per_action=<n>`.
+ * bytes_per_action=<n> serial_floor_p50_ms=<x.xx> serial_floor_p99_ms=<x.xx>` (the floor's last, so that a reader
+ * of the earlier fields reads them where they were).
  */
 export function ratiosLine(f: Figures): string {
   const r = ratiosOf(f);
   const two = (v: number | null) => (v === null ? 'n/a' : v.toFixed(2));
   const int = (v: number | null) => (v === null ? 'n/a' : String(Math.round(v)));
   const bytes = int(f.storage?.bytesPerAction.total ?? null);
-  return `ratios: ingest=${two(r.ingest)} ingest_p99_ms=${two(r.ingestP99Ms)} serial_p50_ms=${two(r.serialP50Ms)} serial_p99_ms=${two(r.serialP99Ms)} apply=${two(r.apply)} dispatch=${two(r.dispatch)} e2e_p99_ms=${int(r.e2eP99Ms)} rss_mb=${int(r.rssMb)} bytes_per_action=${bytes}`;
+  return `ratios: ingest=${two(r.ingest)} ingest_p99_ms=${two(r.ingestP99Ms)} serial_p50_ms=${two(r.serialP50Ms)} serial_p99_ms=${two(r.serialP99Ms)} apply=${two(r.apply)} dispatch=${two(r.dispatch)} e2e_p99_ms=${int(r.e2eP99Ms)} rss_mb=${int(r.rssMb)} bytes_per_action=${bytes} serial_floor_p50_ms=${two(r.serialFloorP50Ms)} serial_floor_p99_ms=${two(r.serialFloorP99Ms)}`;
 }

@@ -163,6 +163,7 @@ try {
     services: runner,
     apiUrls,
     dbUrl,
+    redisUrl,
     sql,
     queues,
     redis,

@@ -1,4 +1,4 @@
-import { ingestBaseline } from '../baselines';
+import { ingestBaseline, serialFloor } from '../baselines';
 import type { Bench } from '../context';
 import {
   type ClosedLoopResult,
@@ -19,6 +19,11 @@ export type IngestFigure = {
   ratio: number;
   /** One caller sending one action at a time: its latencies, and each stage's from `Server-Timing`. */
   serial: ClosedLoopResult;
+  /**
+   * The same one caller against a bare server that runs one Redis script and commits one row per request
+   * (`serialFloor`): this machine's round trips, the least the serial figure could be.
+   */
+  serialFloor: ClosedLoopResult;
   /** The stages again with `connections` callers at once (an undici closed loop beside wrk's figure). */
   loaded: ClosedLoopResult;
   /** Actions the ingest run left QUEUED, set aside before the apply figure (queue drained, rows REJECTED). */
@@ -30,14 +35,16 @@ export type IngestFigure = {
 /** Bodies of the serial and loaded runs start here, past any the throughput runs sent. */
 const SERIAL_FIRST = 2_000_000_000;
 const LOADED_FIRST = 3_000_000_000;
+const FLOOR_FIRST = 4_000_000_000;
 
 /**
  * Accepted actions per second at the most the API takes: the load generator (`LOAD_GENERATOR`: wrk where it
  * is installed), `connections` keep-alive connections for a fixed duration after a warm-up, every body
  * distinct (participant n mod 10,000, metadata `{ n }`), against the API processes alone (no worker or
  * dispatcher running yet). Beside it, the same run against a bare `@hono/node-server` answering a fixed JSON.
- * Then the latency one caller sees sending one action at a time (`serial`), and where a request's time goes,
- * stage by stage, alone and under load (`Server-Timing`).
+ * Then the latency one caller sees sending one action at a time (`serial`), beside the same caller against
+ * a bare server that makes the accept's two round trips and nothing else (`serialFloor`), and where a request's
+ * time goes, stage by stage, alone and under load (`Server-Timing`).
  */
 export async function measureIngest(bench: Bench): Promise<IngestFigure> {
   const { settings, seeded } = bench;
@@ -73,6 +80,23 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
   );
   progress(
     `ingest serial: one caller, ${serial.requests} actions one at a time: p50 ${serial.latencyMs.p50} ms p99 ${serial.latencyMs.p99} ms`,
+  );
+  await settle(bench, 'ingest');
+  const floor = await withHeartbeat('ingest serial floor', () =>
+    serialFloor({
+      dbUrl: bench.dbUrl,
+      redisUrl: bench.redisUrl,
+      loop: {
+        path: load.path,
+        headers: load.headers,
+        body: load.body,
+        requests: settings.ingest.serialRequests,
+        first: FLOOR_FIRST,
+      },
+    }),
+  );
+  progress(
+    `ingest serial floor: one caller against a bare server (one Redis script, one committed row): p50 ${floor.latencyMs.p50} ms p99 ${floor.latencyMs.p99} ms`,
   );
   await settle(bench, 'ingest');
   const stampcard = await withHeartbeat('ingest', () => hammer({ ...load, urls: bench.apiUrls }));
@@ -111,6 +135,7 @@ export async function measureIngest(bench: Bench): Promise<IngestFigure> {
     baseline,
     ratio: round(stampcard.okPerSecond / baseline.okPerSecond, 4),
     serial,
+    serialFloor: floor,
     loaded,
     setAside: setAside.count,
     warmupRequests: warmup.requests,

@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import {
   checkDestination,
   DELIVERY_HEADERS,
@@ -6,9 +5,10 @@ import {
   publicOnlyLookup,
 } from '@stampcard/webhooks';
 import { Agent, buildConnector, request } from 'undici';
+import { EXCERPT_WAIT_MS, readExcerpt } from './excerpt';
+import { rememberAtMost } from './throttle';
 
-/** At most this much of an answer is read, and kept with the attempt. */
-export const MAX_ANSWER_BYTES = 4096;
+export { MAX_ANSWER_BYTES } from './excerpt';
 
 export type SenderOptions = {
   /** Longest a delivery may take, connection to last byte read, in ms (`WEBHOOK_TIMEOUT_MS`). */
@@ -65,57 +65,8 @@ function classify(err: unknown): string {
   return 'CONNECTION';
 }
 
-/**
- * Longest the excerpt of an answer whose status is in is read, in ms (or half the delivery's timeout, if less):
- * the status decides, so a receiver that trickles its body holds the delivery's slot this long, not until the
- * timeout.
- */
-export const EXCERPT_WAIT_MS = 500;
-
 /** Endpoint URLs whose destination check a sender remembers; past this it forgets them all and starts again. */
 const CHECKED_URLS_MAX = 10_000;
-
-/**
- * Reads at most `MAX_ANSWER_BYTES` of a body, for at most `waitMs`, then drops the rest (and, if there was
- * more, the connection): what came by then is the excerpt. Invalid UTF-8 becomes U+FFFD, and so does NUL,
- * which PostgreSQL's text refuses. Read from the stream's events (an async iterator over it cost a tenth of a
- * delivery's own time).
- */
-function readExcerpt(body: Readable, waitMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    // The error listener stays: an error the stream emits after the excerpt is taken is dropped with it.
-    const settle = (err?: unknown) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      body.off('data', onData);
-      // Cut off at `waitMs` or at the excerpt's size: what came is the excerpt. Any other failure loses it.
-      if (err !== undefined) return reject(err);
-      // PostgreSQL's text cannot hold NUL: a binary answer is kept with U+FFFD in their place.
-      resolve(
-        Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES).toString('utf8').replaceAll('\0', '\uFFFD'),
-      );
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size < MAX_ANSWER_BYTES) return;
-      settle();
-      body.destroy();
-    };
-    const timer = setTimeout(() => {
-      settle();
-      body.destroy();
-    }, waitMs);
-    body.on('data', onData).once('end', settle).on('error', settle);
-    // A body that ended or broke before these listeners came says so no more.
-    if (body.errored) settle(body.errored);
-    else if (body.readableEnded) settle();
-  });
-}
 
 /**
  * POSTs deliveries. One undici agent keeps connections alive per origin and reuses them. Every connection
@@ -149,8 +100,7 @@ export function createSender(opts: SenderOptions) {
       } catch (err) {
         verdict = err;
       }
-      if (checked.size >= CHECKED_URLS_MAX) checked.clear();
-      checked.set(url, verdict);
+      rememberAtMost(checked, url, verdict, CHECKED_URLS_MAX);
     }
     if (verdict !== null) throw verdict;
   };

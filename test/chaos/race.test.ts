@@ -24,12 +24,12 @@ describe('chaos: concurrent actions racing reward limits', () => {
       numberOfWinners: WINNERS,
     });
     expect(capped.status).toBe(200);
-    const one = await load(stack, p, { total: RACERS, concurrency: RACERS, participants: 1 });
-    const many = await load(
-      stack,
-      { ...p, rewardId: capped.body.id },
-      { total: RACERS, concurrency: RACERS, participants: RACERS },
-    );
+    // A thousand connections at once on two cores: on a slow machine the last answers come after 10 s (they
+    // wait to be read before their request's deadline starts). Each caller waits for its answer, so that every
+    // action written is known to it and the figures below count them all.
+    const racing = { total: RACERS, concurrency: RACERS, timeoutMs: 60_000 };
+    const one = await load(stack, p, { ...racing, participants: 1 });
+    const many = await load(stack, { ...p, rewardId: capped.body.id }, { ...racing, participants: RACERS });
     const accepted = [...one.accepted, ...many.accepted];
     const recoveryMs = await until(
       async () => (await ledgerFigures(stack.sql, p.campaignId, accepted)).queued === 0,

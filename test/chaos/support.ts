@@ -158,7 +158,7 @@ export type LoadResult = {
 
 /**
  * Sends `total` loyalty actions, `concurrency` at a time, each for one of `participants` emails, each request
- * bounded by a 10 s timeout; `during` runs beside the load (the scenario's faults) and is awaited too.
+ * bounded by a timeout (10 s unless `timeoutMs` says otherwise); `during` runs beside the load (the scenario's faults) and is awaited too.
  */
 export async function load(
   stack: ChaosStack,
@@ -179,6 +179,12 @@ export async function load(
      * own, never one identical to a request of the first still QUEUED (which is a 409 by design).
      */
     tag?: string;
+    /**
+     * Longest one request waits for its answer, in ms: past it the request counts as an error (`TimeoutError`),
+     * and an action it may have written is unknown to the caller.
+     * @defaultValue 10000
+     */
+    timeoutMs?: number;
   },
 ): Promise<LoadResult> {
   const accepted: string[] = [];
@@ -204,7 +210,7 @@ export async function load(
           rewardId: target.rewardId,
           metadata: opts.tag ? { n: i, load: opts.tag } : { n: i },
         }),
-        signal: AbortSignal.timeout(10_000),
+        signal: AbortSignal.timeout(opts.timeoutMs ?? 10_000),
       });
       const body = (await res.json().catch(() => null)) as {
         action?: { id: string };

@@ -11,6 +11,7 @@ import type { Health } from './health';
 import type { ClosedLoopResult } from './load';
 import { type ProcessMemory, ROOT } from './service';
 import type { Settings } from './settings';
+import { round } from './util';
 
 export type Figures = {
   ingest?: IngestFigure;
@@ -87,7 +88,7 @@ export type Ratios = {
 function overFloor(i: Figures['ingest']): number | null {
   const ours = i?.serial.latencyMs.p50;
   const floor = i?.serialFloor.latencyMs.p50;
-  return ours == null || !floor ? null : Math.round((ours / floor) * 100) / 100;
+  return ours == null || !floor ? null : round(ours / floor, 2);
 }
 
 export function ratiosOf(f: Figures): Ratios {

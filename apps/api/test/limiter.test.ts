@@ -127,20 +127,59 @@ describe("a request's slot, given back", () => {
   beforeAll(() => redisReady(other));
   afterAll(() => other.disconnect());
 
-  it('is on its way to Redis in the turn it is given back, ahead of anything sent after it', async () => {
+  const admitOne = async (clientIp: string) => {
     const admission = await limiter.admit({
       apiKeyId: `key_${++keys}`,
       accountId: 'acc_release',
-      clientIp: '198.51.100.2',
+      clientIp,
       write: true,
-      limits: { ...OPEN, concurrency: 1 },
+      limits: { ...OPEN, concurrency: 10 },
       budgetMs: 1000,
     });
-    const lease = admission!.lease!;
+    return admission!.lease!;
+  };
+
+  it('is on its way to Redis before its caller goes on past its next await, ahead of anything sent after it', async () => {
+    const lease = await admitOne('198.51.100.2');
     expect(await other.zcard(lease.key)).toBe(1);
-    // Not awaited, as a request's answer does not wait for it; what another process asks next, in the same
-    // turn (a caller's next request, sent once this one is answered), finds the slot free.
+    // Not awaited, as a request's answer does not wait for it; what another process asks once the caller has
+    // gone on (a caller's next request, sent once this one is answered) finds the slot free.
     void limiter.release(lease);
+    await Promise.resolve();
     expect(await other.zcard(lease.key)).toBe(0);
+  });
+
+  it('leaves with every slot given back in the same turn, in one socket write, whatever their keys', async () => {
+    const leases = [
+      ...(await Promise.all([1, 2, 3].map(() => admitOne('198.51.100.3')))),
+      ...(await Promise.all([1, 2].map(() => admitOne('198.51.100.4')))),
+    ];
+    expect(await other.zcard(leases[0]!.key)).toBe(3);
+    expect(await other.zcard(leases[4]!.key)).toBe(2);
+    const stream = (redis as unknown as { stream: { write: (...args: unknown[]) => boolean } }).stream;
+    const write = stream.write;
+    let writes = 0;
+    stream.write = function (this: unknown, ...args: unknown[]) {
+      writes += 1;
+      return write.apply(this, args);
+    };
+    try {
+      // As the requests a group commit answered together give theirs back: each its own chain of awaits, all
+      // resumed in the same turn.
+      const answered: Promise<void>[] = [];
+      await Promise.all(
+        leases.map(async (lease) => {
+          await null;
+          answered.push(limiter.release(lease));
+          await null;
+        }),
+      );
+      await Promise.all(answered);
+    } finally {
+      stream.write = write;
+    }
+    expect(writes).toBe(1);
+    expect(await other.zcard(leases[0]!.key)).toBe(0);
+    expect(await other.zcard(leases[4]!.key)).toBe(0);
   });
 });

@@ -1,6 +1,7 @@
 import { type App, createApp } from '@stampcard/api';
 import { manualClock } from '@stampcard/core';
 import { createDb, loyaltyActions } from '@stampcard/db';
+import { createRedis, redisReady } from '@stampcard/jobs';
 import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, type Reply } from '../../../test/support/client';
@@ -307,6 +308,43 @@ describe('concurrency (3 in flight per account and client IP)', () => {
       }),
     );
     expect(replies.map((r) => r.status)).toEqual(Array(20).fill(200));
+  });
+
+  it('gives the slot back in Redis before the answer is out: another process finds it free at once', async () => {
+    const limiter = stack.deps.limits!;
+    const keys: string[] = [];
+    const watched = {
+      ...limiter,
+      admit: async (input: Parameters<typeof limiter.admit>[0]) => {
+        const admission = await limiter.admit(input);
+        if (admission?.lease) keys.push(admission.lease.key);
+        return admission;
+      },
+    };
+    const app = createApp({ ...stack.deps, limits: watched });
+    // Another API process's connection: not auto-pipelined, so what it asks leaves at once.
+    const other = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    try {
+      await redisReady(other);
+      const w = await world({ concurrency: 5 });
+      const path = `/v1/campaign/${w.campaign.id}/loyalty-action`;
+      const send = () =>
+        clientFrom(app, w.key, '203.0.113.62').post(path, {
+          participantEmail: uniqueEmail(),
+          rewardId: w.reward.id,
+        });
+      // One at a time: each answer's slot is free in Redis by the time the answer is in.
+      for (const n of [1, 2, 3]) {
+        expect([n, (await send()).status]).toEqual([n, 200]);
+        expect(await other.zcard(keys.at(-1)!)).toBe(0);
+      }
+      // Five at once, answered together by one group commit, give their slots back together.
+      const replies = await Promise.all([1, 2, 3, 4, 5].map(send));
+      expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+      expect(await other.zcard(keys.at(-1)!)).toBe(0);
+    } finally {
+      other.disconnect();
+    }
   });
 
   it('a lease nobody releases (its process died) expires by itself', async () => {

@@ -43,9 +43,11 @@ export type RateLimiter = {
    */
   admitAnonymous(clientIp: string, limit: number, budgetMs: number): Promise<Lease | false | null>;
   /**
-   * Gives a slot back. Never rejects: a slot that could not be given back expires by itself. Awaited before the
-   * answer is sent, so a client that sends its next request once it has the answer finds its slot free, on
-   * whichever API process.
+   * Gives a slot back: written to Redis in the microtask after the first slot given back in this turn, with every
+   * other given back by then, in one socket write; resolves once Redis has answered. Never rejects: a slot that
+   * could not be given back expires by itself. A request does not wait for it, but its answer is written after
+   * it, so a client that sends its next request once it has the answer finds its slot free, on whichever API
+   * process.
    */
   release(lease: Lease): Promise<void>;
   /** Since when Redis has not answered the limiter, if it has not; null while it answers. */
@@ -81,10 +83,10 @@ export type RateLimiterOptions = {
 /**
  * A connection for the limiter alone. Its commands give up after `timeoutMs` (then the request goes through
  * unlimited), fail at once while it is down (no offline queue), and the admissions are auto-pipelined: those
- * of concurrent requests leave in one socket write, which is most of what a limit costs the API. A release
- * (`zrem`) is written at once instead, in the turn it is given: a request's answer does not wait for Redis
- * to take its slot back, but it is written after the release is on its way, so that a caller whose next
- * request goes to another API process finds the slot free.
+ * of concurrent requests leave in one socket write, which is most of what a limit costs the API. Releases
+ * (`zrem`) are not: auto-pipelining waits for the event loop's next turn, after the answers are written, and
+ * a caller whose next request goes to another API process must find its slot free. The limiter writes the
+ * slots given back in one turn together, itself, in the microtask after the first of them (`release`).
  */
 export function limiterConnection(target: RedisTarget | string, timeoutMs: number): RedisClient {
   const redis = createRedis(
@@ -150,13 +152,46 @@ export function createRateLimiter(opts: RateLimiterOptions): RateLimiter {
     }
   };
 
-  const release = async (lease: Lease) => {
+  /** Slots given back in the current turn, by key, and when Redis has answered for them. */
+  let releasing: { byKey: Map<string, string[]>; answered: Promise<void> } | null = null;
+
+  /** One `zrem` per key, all in one socket write where the connection allows it. Never rejects. */
+  const giveBack = async (byKey: Map<string, string[]>) => {
     if (r.status !== 'ready') return;
     try {
-      await r.zrem(lease.key, lease.id);
+      // A Redis Cluster takes a pipeline only within one slot; its keys' slots differ by account and IP.
+      if (byKey.size === 1 || r.isCluster) {
+        await Promise.all([...byKey].map(([k, ids]) => r.zrem(k, ...ids)));
+      } else {
+        const pipeline = r.pipeline();
+        for (const [k, ids] of byKey) pipeline.zrem(k, ...ids);
+        await pipeline.exec();
+      }
     } catch {
-      // The lease expires by itself.
+      // The leases expire by themselves.
     }
+  };
+
+  const release = (lease: Lease): Promise<void> => {
+    if (!releasing) {
+      const byKey = new Map<string, string[]>();
+      let settle!: () => void;
+      const answered = new Promise<void>((resolve) => {
+        settle = resolve;
+      });
+      releasing = { byKey, answered };
+      // Written in the next microtask: after the slots the same turn gives back (the requests a group commit
+      // answered together), before anything their callers do after their next await, such as writing their
+      // answers.
+      queueMicrotask(() => {
+        releasing = null;
+        void giveBack(byKey).then(settle);
+      });
+    }
+    const ids = releasing.byKey.get(lease.key);
+    if (ids) ids.push(lease.id);
+    else releasing.byKey.set(lease.key, [lease.id]);
+    return releasing.answered;
   };
   // A script that timed out here may still run once Redis answers again, and take its lease: the release goes
   // after it on the same connection, so no request is left holding a slot it never had.

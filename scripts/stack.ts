@@ -227,6 +227,7 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
     supportUrl: config.SUPPORT_URL,
     publicUrl: config.PUBLIC_URL,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    maxRequestsInFlight: config.MAX_REQUESTS_IN_FLIGHT,
     exportConcurrency: config.EXPORT_CONCURRENCY,
     importConcurrency: config.IMPORT_CONCURRENCY,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,

@@ -32,6 +32,7 @@ import { limitBody, limitStatedBody } from './middleware/body-limit';
 import { requestDeadline } from './middleware/deadline';
 import { edgeLimits } from './middleware/edge-limits';
 import { idempotency } from './middleware/idempotency';
+import { boundRequestsInFlight } from './middleware/in-flight';
 import { operatorAuth } from './middleware/operator-auth';
 import { requestLog } from './middleware/request-log';
 import { requestMetrics } from './middleware/request-metrics';
@@ -135,9 +136,11 @@ export function createApp(deps: Deps) {
 
   // Before the /v1 middleware: the document and its page need no API key, and answer from memory.
   registerDocs(app);
-  // Every page and call that reads a store answers within its budget, the console's and the portal's too.
+  // Every page and call that reads a store answers within its budget, the console's and the portal's too; past
+  // the requests in flight this process takes, at once.
+  const inFlight = boundRequestsInFlight(deps.maxRequestsInFlight ?? 512);
   for (const path of ['/v1/*', '/admin/*', CONSOLE_PATH, `${CONSOLE_PATH}/*`, `${PORTAL_PATH}/*`]) {
-    app.use(path, requestDeadline);
+    app.use(path, inFlight, requestDeadline);
   }
 
   registerGetHealth(app);

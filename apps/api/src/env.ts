@@ -100,6 +100,12 @@ export type Deps = {
    */
   requestTimeoutMs?: number;
   /**
+   * Requests this process works on at once (`MAX_REQUESTS_IN_FLIGHT`), across `/v1`, `/admin`, the console and
+   * the portal; one more is answered 503 UNAVAILABLE at once, with `Retry-After: 1`, and nothing is done.
+   * @defaultValue 512
+   */
+  maxRequestsInFlight?: number;
+  /**
    * The pool's statement timeout (`DB_STATEMENT_TIMEOUT_MS`): a request whose COMMIT is in flight when its
    * deadline passes waits this long plus a second for the outcome before answering that it is unknown.
    * @defaultValue 3000

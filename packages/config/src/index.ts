@@ -168,6 +168,12 @@ export const envSchema = z.object({
    */
   REQUEST_TIMEOUT_MS: intFromEnv(5000, 100),
   /**
+   * Requests one API process works on at once; one more is answered 503 UNAVAILABLE at once (`Retry-After: 1`)
+   * and nothing is done, so that a flood of connections cannot hold every request past its deadline.
+   * @defaultValue 512
+   */
+  MAX_REQUESTS_IN_FLIGHT: intFromEnv(512, 1),
+  /**
    * Exports (`GET …/participants/export`) streaming at once in one API process: each holds a database
    * connection while its reader reads; one more is refused 429.
    * @defaultValue 2

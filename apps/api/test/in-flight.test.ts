@@ -1,6 +1,6 @@
 import { type App, createApp } from '@stampcard/api';
 import { describe, expect, it } from 'vitest';
-import { client } from '../../../test/support/client';
+import { client, inProcess } from '../../../test/support/client';
 import { makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { refusals } from '../../../test/support/refused';
 import { OPERATOR_TOKEN } from '../../../test/support/stack';
@@ -32,14 +32,11 @@ function heldApp(max: number): { app: App; open: () => void } {
   return { app, open };
 }
 
-const clientOf = (app: App, key: string) =>
-  client((path, init) => Promise.resolve(app.request(path, init)), key);
-
 describe('requests in flight, bounded per process', () => {
   it('past the bound, a request is answered 503 at once with Retry-After, and nothing is written', async () => {
     const w = await makeWorld(stack.ctx, { account: { rateLimits: { concurrency: 10 } } });
     const { app, open } = heldApp(2);
-    const api = clientOf(app, w.key);
+    const api = client(inProcess(app), w.key);
     const held = [1, 2].map(() => api.get('/v1/campaigns?hold=true'));
     await new Promise((r) => setTimeout(r, 100));
 
@@ -57,7 +54,7 @@ describe('requests in flight, bounded per process', () => {
     const refused = await trigger();
     expect(refused.headers.get('retry-after')).toBe('1');
     // One counter for every path it bounds: the operator API too. Health is outside it.
-    const operator = client((path, init) => Promise.resolve(app.request(path, init)), OPERATOR_TOKEN);
+    const operator = client(inProcess(app), OPERATOR_TOKEN);
     expect((await operator.get('/admin/v1/accounts')).status).toBe(503);
     expect((await api.get('/health')).status).toBe(200);
 
@@ -78,7 +75,7 @@ describe('requests in flight, bounded per process', () => {
         },
       ],
     });
-    const api = clientOf(app, w.key);
+    const api = client(inProcess(app), w.key);
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await api.get('/v1/campaigns')).status);
     expect(statuses).toEqual([500, 500, 500]);

@@ -6,6 +6,7 @@ import { eq } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { client, expectErrorShape, type Reply } from '../../../test/support/client';
 import { makeUserWithKey, makeWorld, uniqueEmail } from '../../../test/support/factories';
+import { REDIS_URL } from '../../../test/support/redis-keys';
 import { refusals } from '../../../test/support/refused';
 import { useTestStack } from '../../../test/support/use';
 
@@ -323,7 +324,7 @@ describe('concurrency (3 in flight per account and client IP)', () => {
     };
     const app = createApp({ ...stack.deps, limits: watched });
     // Another API process's connection: not auto-pipelined, so what it asks leaves at once.
-    const other = createRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+    const other = createRedis(REDIS_URL);
     try {
       await redisReady(other);
       const w = await world({ concurrency: 5 });
@@ -345,6 +346,28 @@ describe('concurrency (3 in flight per account and client IP)', () => {
     } finally {
       other.disconnect();
     }
+  });
+
+  it('gives back in one turn the slots of several accounts, each freed (on a Redis Cluster, key by key)', async () => {
+    const limiter = stack.deps.limits!;
+    // Two accounts: their keys are in different hash slots, which one pipeline cannot cross on a Cluster.
+    const worlds = [await world({ concurrency: 5 }), await world({ concurrency: 5 })];
+    const leases = await Promise.all(
+      worlds.map(async (w) => {
+        const admission = await limiter.admit({
+          apiKeyId: w.keyId,
+          accountId: w.account.id,
+          clientIp: '203.0.113.63',
+          write: false,
+          limits: { second: 1000, minute: 1000, hour: 1000, concurrency: 5, slowdownAfter: 0 },
+          budgetMs: 1000,
+        });
+        return admission!.lease!;
+      }),
+    );
+    for (const lease of leases) expect(await stack.redis.zcard(lease.key)).toBe(1);
+    await Promise.all(leases.map((lease) => limiter.release(lease)));
+    for (const lease of leases) expect(await stack.redis.zcard(lease.key)).toBe(0);
   });
 
   it('a lease nobody releases (its process died) expires by itself', async () => {

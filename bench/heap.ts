@@ -7,6 +7,13 @@ const SAMPLING_INTERVAL = 32 * 1024;
 
 type ProfileNode = { selfSize: number; children: ProfileNode[] };
 
+/**
+ * `BENCH_HEAP_PROF_PROMOTED=1`: count only what outlives a young-generation collection (promoted to the old
+ * generation, whether a full collection takes it back later or not), which is what makes full collections come
+ * often. Read with the report's row and the `.heapprofile`s in that light.
+ */
+export const promotedOnly = () => process.env.BENCH_HEAP_PROF_PROMOTED === '1';
+
 /** Bytes a sampling heap profile counts: every sample's allocation, whether it was collected since or not. */
 const sampledBytes = (node: ProfileNode): number =>
   node.selfSize + node.children.reduce((sum, child) => sum + sampledBytes(child), 0);
@@ -72,7 +79,7 @@ export class HeapSampler {
     return this.call('HeapProfiler.startSampling', {
       samplingInterval: SAMPLING_INTERVAL,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMinorGC: !promotedOnly(),
     });
   }
 

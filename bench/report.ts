@@ -8,6 +8,7 @@ import type { E2eFigure } from './figures/e2e';
 import type { IngestFigure } from './figures/ingest';
 import type { StorageFigure } from './figures/storage';
 import type { Health } from './health';
+import { promotedOnly } from './heap';
 import type { ClosedLoopResult } from './load';
 import { type ProcessMemory, ROOT } from './service';
 import type { Settings } from './settings';
@@ -281,7 +282,9 @@ export function summary(f: Figures): string {
     const answered = i.warmupRequests + i.serial.requests + i.stampcard.requests + i.loaded.requests;
     const mb = apiAllocated.reduce((sum, p) => sum + p.allocatedMbByPhase!.ingest!, 0);
     rows.push([
-      'allocated by the API in the ingest phase (BENCH_HEAP_PROF)',
+      promotedOnly()
+        ? 'promoted by the API in the ingest phase (BENCH_HEAP_PROF_PROMOTED)'
+        : 'allocated by the API in the ingest phase (BENCH_HEAP_PROF)',
       `${fmt(mb, 0)} MB, ${fmt((mb * 1024) / answered, 1)} KB per answered request (${answered})`,
       'none',
       '',

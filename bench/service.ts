@@ -184,6 +184,24 @@ const heapProfiled = (role: Role) => rolesIn('BENCH_HEAP_PROF').includes(role);
 const rolesIn = (variable: string) => (process.env[variable] ?? '').split(',').map((r) => r.trim());
 
 /**
+ * `BENCH_NODE_FLAGS='api:--trace-gc --trace-gc-nvp,worker:…'`: Node.js or V8 flags for the processes of a role
+ * (spaces between a role's flags, commas between roles), for a question the figures do not answer, such as how
+ * often a role collects its heap. What they print goes to the bench's output with the role's other lines.
+ */
+function nodeFlags(role: Role): string[] {
+  const entry = (process.env.BENCH_NODE_FLAGS ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .find((part) => part.startsWith(`${role}:`));
+  return entry
+    ? entry
+        .slice(role.length + 1)
+        .split(/\s+/)
+        .filter(Boolean)
+    : [];
+}
+
+/**
  * `BENCH_CPU_PROF=api,worker,dispatcher` (any of them) runs those roles under `node --cpu-prof`: when it stops,
  * each process writes its profiles to `bench/results/profiles/<name>/` (api1, worker1, dispatcher1…): the
  * largest file is the main thread, the small one tsx's loader thread. Open them in Chrome DevTools or speedscope.
@@ -235,6 +253,7 @@ export class ServiceRunner {
       [
         HEAP_CAP,
         ...profileFlags(role, name),
+        ...nodeFlags(role),
         ...(inspectPort ? [`--inspect=127.0.0.1:${inspectPort}`] : []),
         'scripts/start.ts',
         role,

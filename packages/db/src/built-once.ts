@@ -40,3 +40,21 @@ export function builtOnce(statement: SQL | { toSQL(): Query }) {
 export function decoded(column: Column, value: unknown): unknown {
   return value === null ? null : column.mapFromDriverValue(value);
 }
+
+/**
+ * Runs `statements` on the connection a transaction holds, sent together and in the order given: one write and
+ * one round trip for all, where awaiting each would take one each. PostgreSQL runs them in that order, so row
+ * locks are taken in it as they would be one after another. Each is handed to postgres.js (`execute()`) in
+ * turn, in the same turn of the event loop, and postgres.js writes them as it is handed them; a drizzle query
+ * awaited in a `Promise.all` would be sent after a number of microtasks of its own, in an order that depends on
+ * drizzle's code. When one fails, those after it fail too (the transaction is aborted), and the first one's
+ * error is the one that rejects. Statements whose rows are not needed.
+ */
+export async function inOrder(db: Tx, statements: readonly (SQL | { toSQL(): Query })[]): Promise<void> {
+  const client = clientOf(db);
+  const sent = statements.map((statement) => {
+    const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
+    return client.unsafe(query.sql, query.params as never[]).execute();
+  });
+  await Promise.all(sent);
+}

@@ -1,5 +1,5 @@
 import { events } from '@stampcard/db';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { type Ctx, handOff } from '../context';
 import type { NewEvent } from '../event-schemas';
 import { newEventId } from '../ids';
@@ -27,7 +27,20 @@ export type { NewEvent };
  * commits, they are handed to the dispatcher (`handOff`). Answers their ids.
  */
 export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]> {
-  if (list.length === 0) return [];
+  const { ids, statement } = eventsInsert(ctx, list);
+  if (!statement) return ids;
+  await ctx.db.execute(statement);
+  await handOff(ctx, { eventIds: ids });
+  return ids;
+}
+
+/**
+ * `recordEvents` in two halves, for a unit of work that sends the insert with other statements (`inOrder`): the
+ * events' ids and the statement that records them (none for no events). Once it ran, the unit hands the ids on
+ * (`handOff`).
+ */
+export function eventsInsert(ctx: Ctx, list: NewEvent[]): { ids: string[]; statement?: SQL } {
+  if (list.length === 0) return { ids: [] };
   const now = ctx.clock.now();
   const createdAt = now.toISOString();
   // Each id carries the time it is recorded at, to the millisecond: its partition (see `newEventId`).
@@ -39,13 +52,11 @@ export async function recordEvents(ctx: Ctx, list: NewEvent[]): Promise<string[]
   }));
   // One JSON parameter whatever the number of events, so the statement's text (and its prepared plan) is the
   // same for every batch; `ordinality` keeps the list's order in `seq`.
-  await ctx.db.execute(sql`
+  const statement = sql`
     insert into ${events} (id, campaign_id, type, data, created_at)
     select e.id, e.campaign_id, e.type, e.data, ${createdAt}::timestamptz
     from rows from (jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
       as (id text, campaign_id text, type text, data jsonb)) with ordinality as e(id, campaign_id, type, data, ord)
-    order by e.ord`);
-  const ids = rows.map((r) => r.id);
-  await handOff(ctx, { eventIds: ids });
-  return ids;
+    order by e.ord`;
+  return { ids: rows.map((r) => r.id), statement };
 }

@@ -1,7 +1,7 @@
-import { anyOf, campaigns, loyaltyActions, participants, rewards, type Tx } from '@stampcard/db';
+import { anyOf, campaigns, inOrder, loyaltyActions, participants, rewards, type Tx } from '@stampcard/db';
 import { asc, eq, sql } from 'drizzle-orm';
 import { monthKey } from '../../clock';
-import { type Ctx, unitOfWork } from '../../context';
+import { type Ctx, handOff, unitOfWork } from '../../context';
 import { compareIds } from '../../ids';
 import { countAction } from '../../rules/counters';
 import { boardsChangedByAction, bucketMoves } from '../../rules/leaderboard';
@@ -13,7 +13,7 @@ import {
   serializeParticipant,
   serializeParticipantRewardWithReward,
 } from '../../serialize';
-import { type NewEvent, recordEvents } from '../events';
+import { eventsInsert, type NewEvent } from '../events';
 import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
 import { settleQueuedActions } from '../queued-actions';
 import { decideUnlock, loadUnlockState, writeUnlocks } from './unlock';
@@ -94,17 +94,26 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     if (claimed.length === 0) return [];
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id));
 
-    const pRows = await db
-      .select()
-      .from(participants)
-      .where(anyOf(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
-      .orderBy(asc(participants.id))
-      .for('update');
+    // The participants' lock and the reads of their rewards and campaigns go out together: one write and one
+    // round trip instead of three (a transaction's statements run in the order they are sent, so the lock is
+    // still taken first). Neither read locks anything.
+    const [pRows, rRows, cRows] = await Promise.all([
+      db
+        .select()
+        .from(participants)
+        .where(anyOf(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
+        .orderBy(asc(participants.id))
+        .for('update'),
+      db
+        .select()
+        .from(rewards)
+        .where(anyOf(rewards.id, [...new Set(claimed.map((a) => a.rewardId))])),
+      db
+        .select()
+        .from(campaigns)
+        .where(anyOf(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))])),
+    ]);
     const byParticipant = new Map(pRows.map((p) => [p.id, { ...p }]));
-    const rRows = await db
-      .select()
-      .from(rewards)
-      .where(anyOf(rewards.id, [...new Set(claimed.map((a) => a.rewardId))]));
     const byReward = new Map(rRows.map((r) => [r.id, r]));
     const capped = rRows
       .filter(hasWinnersCap)
@@ -118,10 +127,6 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         .orderBy(asc(rewards.id))
         .for('update');
     }
-    const cRows = await db
-      .select()
-      .from(campaigns)
-      .where(anyOf(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))]));
     const byCampaign = new Map(cRows.map((c) => [c.id, c]));
     const unlocks = await loadUnlockState(
       tx,
@@ -220,11 +225,6 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     }
 
     await writeUnlocks(tx, unlocks);
-    const eventIds = await recordEvents(tx, outbox);
-    eventIds.forEach((id, i) => {
-      const cause = causes[i]!;
-      cause.eventIds = [...(cause.eventIds ?? []), id];
-    });
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;
@@ -255,8 +255,11 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
         };
       }),
     );
-    if (rows.length > 0) {
-      await db.execute(sql`
+    const participantsWrite =
+      rows.length === 0
+        ? []
+        : [
+            sql`
         ${moves.length > 0 ? sql`with buckets as (${moveBucketsStatement(moves)})` : sql``}
         update ${participants} as p set
           loyalty_action_count = v.loyalty_action_count,
@@ -273,18 +276,35 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           prev_monthly_loyalty_action_count integer, loyalty_action_counts_per_reward jsonb,
           monthly_loyalty_action_counts_per_reward jsonb, approved_reward_count integer, reward_count integer,
           updated_at timestamptz)
-        where p.id = v.id`);
-    }
+        where p.id = v.id`,
+          ];
     // Campaign rows are shared by every batch: their counters move last, right before commit.
-    for (const [id, d] of [...campaignDelta].sort(([a], [b]) => a.localeCompare(b))) {
-      await db
-        .update(campaigns)
-        .set({
-          loyaltyActionCount: sql`${campaigns.loyaltyActionCount} + ${d.actions}`,
-          winnerCount: sql`${campaigns.winnerCount} + ${d.winners}`,
-        })
-        .where(eq(campaigns.id, id));
-    }
+    const campaignCounters = [...campaignDelta]
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([id, d]) =>
+        db
+          .update(campaigns)
+          .set({
+            loyaltyActionCount: sql`${campaigns.loyaltyActionCount} + ${d.actions}`,
+            winnerCount: sql`${campaigns.winnerCount} + ${d.winners}`,
+          })
+          .where(eq(campaigns.id, id)),
+      );
+    // The events, the participants with their buckets, and the campaigns' counters are sent together, in that
+    // order (`inOrder`): one write and one round trip for all. The locks are taken in the order above, and the
+    // shared rows (buckets, campaigns) are held from their statement to the commit with no round trip between.
+    const recorded = eventsInsert(tx, outbox);
+    await inOrder(db, [
+      ...(recorded.statement ? [recorded.statement] : []),
+      ...participantsWrite,
+      ...campaignCounters,
+    ]);
+    await handOff(tx, { eventIds: recorded.ids });
+    const eventIds = recorded.ids;
+    eventIds.forEach((id, i) => {
+      const cause = causes[i]!;
+      cause.eventIds = [...(cause.eventIds ?? []), id];
+    });
     return results;
   });
 }

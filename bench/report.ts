@@ -34,8 +34,9 @@ export const TARGETS = {
   serialP99Ms: 5,
   apply: 1.5,
   dispatch: 0.5,
-  /** At the e2e figure's rate (1,000 actions/s). */
+  /** At the e2e figure's rate (`e2eRate`): judged only there. */
   e2eP99Ms: 100,
+  e2eRate: 1_000,
   rssMb: 300,
 };
 
@@ -121,7 +122,11 @@ export function targetsMet(f: Figures) {
     ),
     apply: met(r.apply, (v) => v >= TARGETS.apply),
     dispatch: met(r.dispatch, (v) => v >= TARGETS.dispatch),
-    e2e: met(r.e2eP99Ms, (v) => v < TARGETS.e2eP99Ms && f.e2e?.missing === 0),
+    // Run at another rate (BENCH_E2E_RATE), the figure is not the target's: neither met nor missed.
+    e2e: met(
+      f.e2e?.load.rate === TARGETS.e2eRate ? r.e2eP99Ms : null,
+      (v) => v < TARGETS.e2eP99Ms && f.e2e?.missing === 0,
+    ),
     memory: met(r.rssMb, (v) => v < TARGETS.rssMb),
   };
 }

@@ -7,7 +7,7 @@ import type { BenchCampaign } from './seed';
  * The accept path's result without the HTTP: `n` QUEUED ledger rows for `campaign` in one statement (the
  * i-th for participant i mod `participants`, metadata `{ n: i }`), then their jobs as the API's accept path
  * makes them (`enqueueActions`: `loyalty-action-batch.apply` jobs of up to 64 actions), 1,000 actions per
- * round trip.
+ * round trip (none with `enqueue` false).
  * Answers the action ids.
  */
 export async function queueActions(
@@ -16,6 +16,11 @@ export async function queueActions(
   n: number,
   /** @defaultValue the run's `--participants`, every seeded participant */
   participants = bench.settings.participants,
+  /**
+   * False: the ledger rows alone, no job (for the bench to apply them itself).
+   * @defaultValue true
+   */
+  enqueue = true,
 ): Promise<string[]> {
   const tag = randomBytes(4).toString('hex');
   const rows = await bench.sql<{ id: string }[]>`
@@ -27,6 +32,7 @@ export async function queueActions(
     order by g
     returning id`;
   const ids = rows.map((r) => r.id);
+  if (!enqueue) return ids;
   // As the API's accept path does: `loyalty-action-batch.apply` jobs of up to 64 actions, 1,000 actions a
   // round trip.
   for (let i = 0; i < ids.length; i += 1000) await enqueueActions(bench.queues, ids.slice(i, i + 1000));

@@ -206,6 +206,17 @@ export function summary(f: Figures): string {
     `≥ ${TARGETS.apply}`,
     yes(met.apply),
   ]);
+  if (a?.oneBatch) {
+    const o = a.oneBatch;
+    rows.push([
+      `apply: one batch of ${o.size} at a time, mean / p50 / p99`,
+      `${o.meanMs} / ${o.p50Ms} / ${o.p99Ms} ms`,
+      'none',
+      '',
+      '',
+      '',
+    ]);
+  }
   const d = f.dispatch;
   rows.push([
     'dispatch: webhook deliveries/s (Redis commands per delivery)',

@@ -1,9 +1,11 @@
 import { performance } from 'node:perf_hooks';
+import { applyActions, systemClock } from '@stampcard/core';
+import { createDb } from '@stampcard/db';
 import { appliedCount, queueActions } from '../backlog';
 import { type ApplyBaselineResult, applyBaseline } from '../baselines';
 import type { Bench } from '../context';
 import { settle } from '../settle';
-import { progress, round, until, withHeartbeat } from '../util';
+import { percentile, progress, round, until, withHeartbeat } from '../util';
 
 export type ApplyFigure = {
   stampcard: {
@@ -19,6 +21,13 @@ export type ApplyFigure = {
     /** Ledger rows of the backlog not APPLIED at the end (REJECTED): should be 0. */
     notApplied: number;
   };
+  /**
+   * One batch of `size` actions of as many participants applied at a time by the worker's own code
+   * (`applyActions`, in the bench's process, no queue), `batches` of them after a warm-up: the time one batch's
+   * transaction takes, its round trips included, on a machine doing nothing else. No target: it says what a
+   * change to the apply transaction bought.
+   */
+  oneBatch: { size: number; batches: number; meanMs: number; p50Ms: number; p99Ms: number };
   /** The best of `sweep`: PostgreSQL's best at this work on this machine. */
   baseline: ApplyBaselineResult;
   /** The baseline at each connection count tried (`settings.apply.baselineConnections`). */
@@ -58,6 +67,9 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
   const baseline = sweep.reduce((best, r) => (r.perSecond > best.perSecond ? r : best));
   progress(`apply baseline: best ${baseline.perSecond} actions/s, at ${baseline.connections} connections`);
 
+  // Before any worker runs: its relay would take these jobless rows for its own.
+  const oneBatch = await measureOneBatch(bench);
+
   const campaign = seeded.campaigns.apply;
   progress(`apply: queueing ${n} actions (SQL rows + addBulk jobs), no worker running`);
   const before = await appliedCount(bench, campaign.id);
@@ -95,6 +107,7 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
   const perSecond = round((n - start.count) / seconds);
   progress(`apply: ${perSecond} actions/s (${round(seconds, 2)} s after the first applied)`);
   return {
+    oneBatch,
     stampcard: {
       actions: n,
       workers: settings.workers,
@@ -108,4 +121,40 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
     sweep,
     ratio: round(perSecond / baseline.perSecond, 4),
   };
+}
+
+/** `ApplyFigure.oneBatch`: batches of 32 ledger rows (no jobs) applied one after another, the first 20 a warm-up. */
+async function measureOneBatch(bench: Bench): Promise<ApplyFigure['oneBatch']> {
+  const size = 32;
+  const warm = 20;
+  const batches = bench.settings.mode === 'quick' ? 100 : 300;
+  await settle(bench, 'apply');
+  progress(`apply: one batch of ${size} at a time, ${batches} batches after ${warm}, in the bench's process`);
+  const ids = await queueActions(
+    bench,
+    bench.seeded.campaigns.apply,
+    size * (warm + batches),
+    undefined,
+    false,
+  );
+  const handle = createDb(bench.dbUrl, { max: 1 });
+  const times: number[] = [];
+  try {
+    const ctx = { db: handle.db, clock: systemClock };
+    for (let b = 0; b < warm + batches; b++) {
+      const batch = ids.slice(b * size, (b + 1) * size);
+      const t0 = performance.now();
+      const applied = await applyActions(ctx, batch);
+      if (b >= warm) times.push(performance.now() - t0);
+      if (applied.length !== size) throw new Error(`one batch: ${applied.length} of ${size} applied`);
+    }
+  } finally {
+    await handle.close();
+  }
+  times.sort((a, b) => a - b);
+  const meanMs = round(times.reduce((a, b) => a + b, 0) / times.length, 2);
+  const p50Ms = round(percentile(times, 50)!, 2);
+  const p99Ms = round(percentile(times, 99)!, 2);
+  progress(`apply: one batch of ${size} at a time: mean ${meanMs} ms, p50 ${p50Ms} ms, p99 ${p99Ms} ms`);
+  return { size, batches, meanMs, p50Ms, p99Ms };
 }

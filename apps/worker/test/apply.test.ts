@@ -6,15 +6,17 @@ import {
   type Ctx,
   EARLIER_ACTIONS_MAX,
   manualClock,
+  monthKey,
   newActionId,
+  newId,
   type ParticipantRow,
   serializeParticipant,
   serializeParticipantReward,
   systemClock,
 } from '@stampcard/core';
 import { campaigns, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
-import { and, asc, eq } from 'drizzle-orm';
-import { describe, expect, it } from 'vitest';
+import { and, asc, eq, sql } from 'drizzle-orm';
+import { describe, expect, it, vi } from 'vitest';
 import { makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
 
@@ -547,6 +549,57 @@ describe('exactly once', () => {
     expect(p).toMatchObject({ loyaltyActionCount: 8, loyaltyActionCountsPerReward: { [w.reward.id]: 8 } });
     expect(await earned(p.id)).toHaveLength(2);
     expect(await campaignRow(w.campaign.id)).toMatchObject({ loyaltyActionCount: 8, winnerCount: 1 });
+  });
+
+  it("reads a participant's earnings behind its lock: a reward another writer recorded while holding it counts", async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1, limit: 1 } });
+    const email = uniqueEmail();
+    const { action } = await accept(ctx, w.campaignRow, w.reward.id, email);
+    const p = await participantByEmail(w.campaign.id, email);
+    // Another writer holds the participant's row and records the reward (limit 1), not committed yet.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let recorded!: () => void;
+    const isRecorded = new Promise<void>((resolve) => {
+      recorded = resolve;
+    });
+    const holder = db.db.transaction(async (tx) => {
+      await tx
+        .select({ id: participants.id })
+        .from(participants)
+        .where(eq(participants.id, p.id))
+        .for('update');
+      await tx.insert(participantRewards).values({
+        id: newId('participantReward'),
+        campaignId: w.campaign.id,
+        participantId: p.id,
+        rewardId: w.reward.id,
+        earnedMonth: monthKey(new Date()),
+        createdAt: new Date(),
+      });
+      recorded();
+      await released;
+    });
+    await isRecorded;
+    const applying = applyActions(ctx, [action.id]);
+    // The batch has claimed its action and waits for the participant's row.
+    await vi.waitFor(
+      async () => {
+        const rows = await db.db.execute<{ n: number }>(sql`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and query ilike '%from "participants"%'`);
+        expect(rows[0]!.n).toBe(1);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    release();
+    await holder;
+    const [result] = await applying;
+    expect(result).toMatchObject({ status: 'APPLIED', unlockedRewardIds: [] });
+    expect(await earned(p.id)).toHaveLength(1);
   });
 
   it('concurrent batches respect the monthly winners cap', async () => {

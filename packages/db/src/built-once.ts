@@ -1,4 +1,4 @@
-import { type Column, fillPlaceholders, is, type Query, SQL } from 'drizzle-orm';
+import { type Column, fillPlaceholders, getTableColumns, is, type Query, SQL, type Table } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type postgres from 'postgres';
 import type { Tx } from './client';
@@ -22,6 +22,8 @@ const DIALECT = new PgDialect();
  * its time; this one's text is a constant (prepared like any other by the pool) and its rows come back as
  * arrays, in the order of its select list, for the caller to decode (`decoded`).
  */
+export type BuiltOnce = ReturnType<typeof builtOnce>;
+
 export function builtOnce(statement: SQL | { toSQL(): Query }) {
   const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
   /** Its parameters, for `values` (every placeholder named). */
@@ -57,4 +59,37 @@ export async function inOrder(db: Tx, statements: readonly (SQL | { toSQL(): Que
     return client.unsafe(query.sql, query.params as never[]).execute();
   });
   await Promise.all(sent);
+}
+
+/**
+ * Runs statements built once (`builtOnce`), each with its values, sent together and in the order given, as
+ * `inOrder` does: one write and one round trip for all, the locks taken in that order. Answers each one's rows,
+ * as `builtOnce`'s `rows` does.
+ */
+export function rowsInOrder(
+  db: Tx,
+  runs: readonly { statement: BuiltOnce; values: Record<string, unknown> }[],
+): Promise<unknown[][][]> {
+  const client = clientOf(db);
+  return Promise.all(
+    runs.map(
+      ({ statement, values }) =>
+        client.unsafe(statement.text, statement.params(values)).values().execute() as unknown as Promise<
+          unknown[][]
+        >,
+    ),
+  );
+}
+
+/**
+ * The rows of a `select()` of all of `table`'s columns (a statement built once), as drizzle maps them: each an
+ * object keyed by the schema's column names, each value decoded by its column (`decoded`).
+ */
+export function tableRows<T extends Table>(table: T, rows: unknown[][]): T['$inferSelect'][] {
+  const columns = Object.entries(getTableColumns(table));
+  return rows.map((row) => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < columns.length; i++) out[columns[i]![0]] = decoded(columns[i]![1], row[i]);
+    return out as T['$inferSelect'];
+  });
 }

@@ -1,5 +1,17 @@
-import { anyOf, campaigns, inOrder, loyaltyActions, participants, rewards, type Tx } from '@stampcard/db';
+import {
+  anyOf,
+  builtOnce,
+  campaigns,
+  inOrder,
+  loyaltyActions,
+  participants,
+  rewards,
+  rowsInOrder,
+  type Tx,
+  tableRows,
+} from '@stampcard/db';
 import { asc, eq, sql } from 'drizzle-orm';
+import { QueryBuilder } from 'drizzle-orm/pg-core';
 import { monthKey } from '../../clock';
 import { type Ctx, handOff, unitOfWork } from '../../context';
 import { compareIds } from '../../ids';
@@ -16,7 +28,7 @@ import {
 import { eventsInsert, type NewEvent } from '../events';
 import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
 import { settleQueuedActions } from '../queued-actions';
-import { decideUnlock, loadUnlockState, writeUnlocks } from './unlock';
+import { decideUnlock, EARNED, loadUnlockState, writeUnlocks } from './unlock';
 
 export type AppliedAction = {
   id: string;
@@ -28,6 +40,25 @@ export type AppliedAction = {
   /** The events its application recorded (none for a rejected or a silent one). */
   eventIds?: string[];
 };
+
+/** The batch's reads behind its claim, built once (`builtOnce`), each with its list of ids as `ids`. */
+const READS = (() => {
+  const qb = new QueryBuilder();
+  const ids = sql.placeholder('ids');
+  return {
+    /** The participants, locked in id order (the order every writer of them locks them in). */
+    lockParticipants: builtOnce(
+      qb
+        .select()
+        .from(participants)
+        .where(anyOf(participants.id, ids))
+        .orderBy(asc(participants.id))
+        .for('update'),
+    ),
+    rewards: builtOnce(qb.select().from(rewards).where(anyOf(rewards.id, ids))),
+    campaigns: builtOnce(qb.select().from(campaigns).where(anyOf(campaigns.id, ids))),
+  };
+})();
 
 /**
  * The most QUEUED actions of its participants a batch looks up to apply with its own (see `applyActions`): past
@@ -94,25 +125,22 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     if (claimed.length === 0) return [];
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id));
 
-    // The participants' lock and the reads of their rewards and campaigns go out together: one write and one
-    // round trip instead of three (a transaction's statements run in the order they are sent, so the lock is
-    // still taken first). Neither read locks anything.
-    const [pRows, rRows, cRows] = await Promise.all([
-      db
-        .select()
-        .from(participants)
-        .where(anyOf(participants.id, [...new Set(claimed.map((a) => a.participantId))]))
-        .orderBy(asc(participants.id))
-        .for('update'),
-      db
-        .select()
-        .from(rewards)
-        .where(anyOf(rewards.id, [...new Set(claimed.map((a) => a.rewardId))])),
-      db
-        .select()
-        .from(campaigns)
-        .where(anyOf(campaigns.id, [...new Set(claimed.map((a) => a.campaignId))])),
+    // The participants' lock, the reads of their rewards and campaigns, and their earnings so far go out
+    // together, in that order (`rowsInOrder`): one write and one round trip instead of four. The earnings are
+    // read behind the lock, so that another batch's unlocks of these participants are committed and seen; they
+    // are read before the batch knows which rewards are limited, and only those rewards' rows are kept. None of
+    // the three reads locks anything.
+    const participantIds = [...new Set(claimed.map((a) => a.participantId))];
+    const rewardIds = [...new Set(claimed.map((a) => a.rewardId))];
+    const [pRaw, rRaw, cRaw, earnedRows] = await rowsInOrder(db, [
+      { statement: READS.lockParticipants, values: { ids: participantIds } },
+      { statement: READS.rewards, values: { ids: rewardIds } },
+      { statement: READS.campaigns, values: { ids: [...new Set(claimed.map((a) => a.campaignId))] } },
+      { statement: EARNED, values: { participants: participantIds, rewards: rewardIds, month } },
     ]);
+    const pRows = tableRows(participants, pRaw!);
+    const rRows = tableRows(rewards, rRaw!);
+    const cRows = tableRows(campaigns, cRaw!);
     const byParticipant = new Map(pRows.map((p) => [p.id, { ...p }]));
     const byReward = new Map(rRows.map((r) => [r.id, r]));
     const capped = rRows
@@ -137,6 +165,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           : [];
       }),
       month,
+      earnedRows,
     );
 
     const results: AppliedAction[] = [];

@@ -1,4 +1,4 @@
-import { participantRewards } from '@stampcard/db';
+import { builtOnce, participantRewards } from '@stampcard/db';
 import { sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
@@ -31,26 +31,45 @@ export type UnlockState = {
 const pairKey = (participantId: string, rewardId: string) => `${participantId}\n${rewardId}`;
 
 /**
+ * The earnings of `participants` × `rewards` (placeholders, with `month`): each pair's count in total and this
+ * month. Built once; the apply batch sends it right behind its participants' lock (`rowsInOrder`), before it
+ * knows which rewards are limited, and `loadUnlockState` keeps the limited ones' rows.
+ */
+export const EARNED = builtOnce(sql`
+  select participant_id as p, reward_id as r, count(*)::int as total,
+    (count(*) filter (where earned_month = ${sql.placeholder('month')}))::int as this_month
+  from ${participantRewards}
+  where participant_id = any(${sql.placeholder('participants')}::text[])
+    and reward_id = any(${sql.placeholder('rewards')}::text[])
+  group by participant_id, reward_id`);
+
+/**
  * Reads the batch's unlock state in at most two statements, each with one array parameter per list (the same
- * text whatever the batch): earnings of limited rewards, and winners of capped ones.
+ * text whatever the batch): earnings of limited rewards (`EARNED`; or its rows, read already with the
+ * participants' lock, as `earnedRows`), and winners of capped ones.
  */
 export async function loadUnlockState(
   ctx: Ctx,
   pairs: { participantId: string; reward: RewardRow }[],
   month: string,
+  earnedRows?: unknown[][],
 ): Promise<UnlockState> {
   const state: UnlockState = { month, earned: new Map(), winners: new Map(), unlocked: [] };
-  const limited = pairs.filter((p) => !p.reward.isUnlimited);
-  if (limited.length > 0) {
-    const rows = await ctx.db.execute<{ p: string; r: string; total: number; this_month: number }>(sql`
-      select participant_id as p, reward_id as r, count(*)::int as total,
-        (count(*) filter (where earned_month = ${month}))::int as this_month
-      from ${participantRewards}
-      where participant_id = any(${sql.param([...new Set(limited.map((x) => x.participantId))])}::text[])
-        and reward_id = any(${sql.param([...new Set(limited.map((x) => x.reward.id))])}::text[])
-      group by participant_id, reward_id`);
-    for (const row of rows)
-      state.earned.set(pairKey(row.p, row.r), { total: row.total, thisMonth: row.this_month });
+  const limited = new Set(
+    pairs.filter((p) => !p.reward.isUnlimited).map((p) => pairKey(p.participantId, p.reward.id)),
+  );
+  if (limited.size > 0) {
+    const rows =
+      earnedRows ??
+      (await EARNED.rows(ctx.db, {
+        participants: [...new Set(pairs.map((x) => x.participantId))],
+        rewards: [...new Set(pairs.map((x) => x.reward.id))],
+        month,
+      }));
+    for (const [p, r, total, thisMonth] of rows as [string, string, number, number][]) {
+      const key = pairKey(p, r);
+      if (limited.has(key)) state.earned.set(key, { total, thisMonth });
+    }
   }
   const capped = [...new Set(pairs.filter((p) => hasWinnersCap(p.reward)).map((p) => p.reward.id))];
   if (capped.length > 0) {

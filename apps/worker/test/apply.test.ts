@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import {
   type AppliedAction,
   acceptLoyaltyAction,
@@ -14,7 +15,7 @@ import {
   serializeParticipantReward,
   systemClock,
 } from '@stampcard/core';
-import { campaigns, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
+import { campaigns, createDb, events, loyaltyActions, participantRewards, participants } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { describe, expect, it, vi } from 'vitest';
 import { makeReward, makeWorld, uniqueEmail } from '../../../test/support/factories';
@@ -600,6 +601,47 @@ describe('exactly once', () => {
     const [result] = await applying;
     expect(result).toMatchObject({ status: 'APPLIED', unlockedRewardIds: [] });
     expect(await earned(p.id)).toHaveLength(1);
+  });
+
+  it('sends a batch that unlocks a reward to PostgreSQL in six round trips, its statements prepared', async () => {
+    const ctx = systemCtx();
+    const w = await world(ctx, { reward: { conversionsRequired: 1, limit: 10 } });
+    const emails = [uniqueEmail('a'), uniqueEmail('b'), uniqueEmail('c')];
+    const accepted = async () =>
+      Promise.all(
+        emails.map(async (email) => (await accept(ctx, w.campaignRow, w.reward.id, email)).action.id),
+      );
+    // A pool of one connection, so that the measured batch finds every statement prepared by the first.
+    const own = createDb(db.url, { max: 1 });
+    // What crosses the socket, in order: a write or a read (vitest numbers every call of every spy). A round
+    // trip is a run of writes sent without reading in between (postgres.js writes a statement of 1 KB or more
+    // at once, on its own, so a run can be several writes).
+    const write = vi.spyOn(Socket.prototype, 'write');
+    const push = vi.spyOn(Socket.prototype, 'push');
+    try {
+      const ownCtx: Ctx = { db: own.db, clock: systemClock };
+      await applyActions(ownCtx, await accepted());
+      const ids = await accepted();
+      write.mockClear();
+      push.mockClear();
+      const results = await applyActions(ownCtx, ids);
+      const trace = [
+        ...write.mock.invocationCallOrder.map((n) => [n, 'W'] as const),
+        ...push.mock.invocationCallOrder.map((n) => [n, 'R'] as const),
+      ]
+        .sort(([a], [b]) => a - b)
+        .map(([, what]) => what)
+        .join('');
+      const roundTrips = trace.match(/W+/g) ?? [];
+      // BEGIN; the earlier actions; their claim; the participants' lock with the rewards, campaigns and
+      // earnings; the new rewards, events, participants, buckets and counters; COMMIT.
+      expect(roundTrips).toHaveLength(6);
+      expect(results.every((r) => r.unlockedRewardIds.length === 1)).toBe(true);
+    } finally {
+      write.mockRestore();
+      push.mockRestore();
+      await own.close();
+    }
   });
 
   it('concurrent batches respect the monthly winners cap', async () => {

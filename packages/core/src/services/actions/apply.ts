@@ -28,7 +28,7 @@ import {
 import { eventsInsert, type NewEvent } from '../events';
 import { bucketChanges, moveBucketsStatement } from '../leaderboard/buckets';
 import { settleQueuedActions } from '../queued-actions';
-import { decideUnlock, EARNED, loadUnlockState, writeUnlocks } from './unlock';
+import { decideUnlock, EARNED, loadUnlockState, unlockWrites } from './unlock';
 
 export type AppliedAction = {
   id: string;
@@ -253,7 +253,6 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       }
     }
 
-    await writeUnlocks(tx, unlocks);
     // Every participant the batch touched, written back in one statement (rows already locked above).
     const rows = [...touched].sort().map((id) => {
       const p = byParticipant.get(id)!;
@@ -319,11 +318,13 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           })
           .where(eq(campaigns.id, id)),
       );
-    // The events, the participants with their buckets, and the campaigns' counters are sent together, in that
-    // order (`inOrder`): one write and one round trip for all. The locks are taken in the order above, and the
-    // shared rows (buckets, campaigns) are held from their statement to the commit with no round trip between.
+    // The new rewards (on their actions too), the events, the participants with their buckets, and the
+    // campaigns' counters are sent together, in that order (`inOrder`): one write and one round trip for all.
+    // The locks are taken in the order above, and the shared rows (buckets, campaigns) are held from their
+    // statement to the commit with no round trip between.
     const recorded = eventsInsert(tx, outbox);
     await inOrder(db, [
+      ...unlockWrites(unlocks),
       ...(recorded.statement ? [recorded.statement] : []),
       ...participantsWrite,
       ...campaignCounters,

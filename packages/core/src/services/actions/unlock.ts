@@ -1,5 +1,5 @@
 import { builtOnce, participantRewards } from '@stampcard/db';
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { newId } from '../../ids';
 import { rewardNeedsReview } from '../../rules/fraud';
@@ -16,7 +16,7 @@ import type {
  * What a batch's unlock decisions need, read once for the whole batch: each (participant, reward)'s earnings
  * so far, and for capped rewards this month's distinct winners. The caller holds the participants' rows and
  * the capped rewards' rows, so nothing else can change these while the batch decides; the decisions keep
- * them current in memory, and `writeUnlocks` stores the new rewards at the end.
+ * them current in memory, and `unlockWrites` stores the new rewards at the end.
  */
 export type UnlockState = {
   month: string;
@@ -134,11 +134,12 @@ export function decideUnlock(
 }
 
 /**
- * Stores the batch's new rewards and names them on their actions (`unlocked_reward_ids`): two statements
- * whatever their number, none when nothing was unlocked.
+ * The statements that store the batch's new rewards and name them on their actions (`unlocked_reward_ids`):
+ * two whatever their number, none when nothing was unlocked. The batch sends them with its other writes
+ * (`inOrder`), first.
  */
-export async function writeUnlocks(ctx: Ctx, state: UnlockState): Promise<void> {
-  if (state.unlocked.length === 0) return;
+export function unlockWrites(state: UnlockState): SQL[] {
+  if (state.unlocked.length === 0) return [];
   const rows = state.unlocked.map((r) => ({
     id: r.id,
     campaign_id: r.campaignId,
@@ -154,20 +155,21 @@ export async function writeUnlocks(ctx: Ctx, state: UnlockState): Promise<void> 
     earned_month: r.earnedMonth,
     created_at: r.createdAt.toISOString(),
   }));
-  await ctx.db.execute(sql`
+  const insert = sql`
     insert into ${participantRewards} (id, campaign_id, participant_id, reward_id, action_id, status, approved,
       approved_at, is_fulfilled, fulfilled_at, unread, earned_month, created_at)
     select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(id text, campaign_id text,
       participant_id text, reward_id text, action_id text, status text, approved boolean,
       approved_at timestamptz, is_fulfilled boolean, fulfilled_at timestamptz, unread boolean,
-      earned_month text, created_at timestamptz)`);
+      earned_month text, created_at timestamptz)`;
   const byAction = new Map<string, string[]>();
   for (const r of state.unlocked) {
     if (r.actionId) byAction.set(r.actionId, [...(byAction.get(r.actionId) ?? []), r.id]);
   }
-  await ctx.db.execute(sql`
+  const named = sql`
     update loyalty_actions as a set unlocked_reward_ids = array(select jsonb_array_elements_text(v.ids))
     from jsonb_to_recordset(${JSON.stringify([...byAction].map(([id, ids]) => ({ id, ids })))}::jsonb)
       as v(id text, ids jsonb)
-    where a.id = v.id`);
+    where a.id = v.id`;
+  return [insert, named];
 }

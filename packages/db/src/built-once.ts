@@ -43,6 +43,12 @@ export function decoded(column: Column, value: unknown): unknown {
   return value === null ? null : column.mapFromDriverValue(value);
 }
 
+/** The connection a transaction holds: statements sent through a pool may go to several, in no order. */
+function transactionClient(db: Tx): postgres.Sql {
+  if ('$client' in db) throw new Error('statements sent together must run in a transaction (db.transaction)');
+  return clientOf(db);
+}
+
 /**
  * Runs `statements` on the connection a transaction holds, sent together and in the order given: one write and
  * one round trip for all, where awaiting each would take one each. PostgreSQL runs them in that order, so row
@@ -53,7 +59,7 @@ export function decoded(column: Column, value: unknown): unknown {
  * error is the one that rejects. Statements whose rows are not needed.
  */
 export async function inOrder(db: Tx, statements: readonly (SQL | { toSQL(): Query })[]): Promise<void> {
-  const client = clientOf(db);
+  const client = transactionClient(db);
   const sent = statements.map((statement) => {
     const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
     return client.unsafe(query.sql, query.params as never[]).execute();
@@ -70,7 +76,7 @@ export function rowsInOrder(
   db: Tx,
   runs: readonly { statement: BuiltOnce; values: Record<string, unknown> }[],
 ): Promise<unknown[][][]> {
-  const client = clientOf(db);
+  const client = transactionClient(db);
   return Promise.all(
     runs.map(
       ({ statement, values }) =>

@@ -53,4 +53,8 @@ describe('inOrder: statements sent together, in the order given', () => {
     await expect(failing).rejects.toThrow(/division by zero/);
     expect(await cell()).toBe(7);
   });
+
+  it('refuses to run outside a transaction, where a pool could send them on several connections', async () => {
+    await expect(inOrder(handle.db, steps)).rejects.toThrow(/must run in a transaction/);
+  });
 });

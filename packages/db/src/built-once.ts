@@ -22,10 +22,8 @@ const DIALECT = new PgDialect();
  * its time; this one's text is a constant (prepared like any other by the pool) and its rows come back as
  * arrays, in the order of its select list, for the caller to decode (`decoded`).
  */
-export type BuiltOnce = ReturnType<typeof builtOnce>;
-
 export function builtOnce(statement: SQL | { toSQL(): Query }) {
-  const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
+  const query = rendered(statement);
   /** Its parameters, for `values` (every placeholder named). */
   const params = (values: Record<string, unknown>) => fillPlaceholders(query.params, values) as never[];
   return {
@@ -36,6 +34,13 @@ export function builtOnce(statement: SQL | { toSQL(): Query }) {
     rows: (db: Tx, values: Record<string, unknown>): Promise<unknown[][]> =>
       clientOf(db).unsafe(query.sql, params(values)).values() as Promise<unknown[][]>,
   };
+}
+
+export type BuiltOnce = ReturnType<typeof builtOnce>;
+
+/** A statement's text and parameters: one written with drizzle's `sql`, or a query builder's own. */
+function rendered(statement: SQL | { toSQL(): Query }): Query {
+  return is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
 }
 
 /** A column's value as drizzle would give it (a Date for a timestamp, a number for a bigint in number mode). */
@@ -50,8 +55,9 @@ function transactionClient(db: Tx): postgres.Sql {
 }
 
 /**
- * Runs `statements` on the connection a transaction holds, sent together and in the order given: one write and
- * one round trip for all, where awaiting each would take one each. PostgreSQL runs them in that order, so row
+ * Runs `statements` on the connection a transaction holds, sent together and in the order given: one round
+ * trip for all (one write, or several when a statement is 1 KB or more: postgres.js writes those at once),
+ * where awaiting each would take one each. PostgreSQL runs them in that order, so row
  * locks are taken in it as they would be one after another. Each is handed to postgres.js (`execute()`) in
  * turn, in the same turn of the event loop, and postgres.js writes them as it is handed them; a drizzle query
  * awaited in a `Promise.all` would be sent after a number of microtasks of its own, in an order that depends on
@@ -61,7 +67,7 @@ function transactionClient(db: Tx): postgres.Sql {
 export async function inOrder(db: Tx, statements: readonly (SQL | { toSQL(): Query })[]): Promise<void> {
   const client = transactionClient(db);
   const sent = statements.map((statement) => {
-    const query = is(statement, SQL) ? DIALECT.sqlToQuery(statement) : statement.toSQL();
+    const query = rendered(statement);
     return client.unsafe(query.sql, query.params as never[]).execute();
   });
   await Promise.all(sent);
@@ -69,7 +75,7 @@ export async function inOrder(db: Tx, statements: readonly (SQL | { toSQL(): Que
 
 /**
  * Runs statements built once (`builtOnce`), each with its values, sent together and in the order given, as
- * `inOrder` does: one write and one round trip for all, the locks taken in that order. Answers each one's rows,
+ * `inOrder` does: one round trip for all, the locks taken in that order. Answers each one's rows,
  * as `builtOnce`'s `rows` does.
  */
 export function rowsInOrder(

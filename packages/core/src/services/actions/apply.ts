@@ -126,7 +126,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id));
 
     // The participants' lock, the reads of their rewards and campaigns, and their earnings so far go out
-    // together, in that order (`rowsInOrder`): one write and one round trip instead of four. The earnings are
+    // together, in that order (`rowsInOrder`): one round trip instead of four. The earnings are
     // read behind the lock, so that another batch's unlocks of these participants are committed and seen; they
     // are read before the batch knows which rewards are limited, and only those rewards' rows are kept. None of
     // the three reads locks anything.
@@ -165,7 +165,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           : [];
       }),
       month,
-      earnedRows,
+      earnedRows!,
     );
 
     const results: AppliedAction[] = [];
@@ -319,7 +319,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
           .where(eq(campaigns.id, id)),
       );
     // The new rewards (on their actions too), the events, the participants with their buckets, and the
-    // campaigns' counters are sent together, in that order (`inOrder`): one write and one round trip for all.
+    // campaigns' counters are sent together, in that order (`inOrder`): one round trip for all.
     // The locks are taken in the order above, and the shared rows (buckets, campaigns) are held from their
     // statement to the commit with no round trip between.
     const recorded = eventsInsert(tx, outbox);
@@ -330,8 +330,7 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
       ...campaignCounters,
     ]);
     await handOff(tx, { eventIds: recorded.ids });
-    const eventIds = recorded.ids;
-    eventIds.forEach((id, i) => {
+    recorded.ids.forEach((id, i) => {
       const cause = causes[i]!;
       cause.eventIds = [...(cause.eventIds ?? []), id];
     });

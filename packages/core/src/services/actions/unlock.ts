@@ -44,32 +44,23 @@ export const EARNED = builtOnce(sql`
   group by participant_id, reward_id`);
 
 /**
- * Reads the batch's unlock state in at most two statements, each with one array parameter per list (the same
- * text whatever the batch): earnings of limited rewards (`EARNED`; or its rows, read already with the
- * participants' lock, as `earnedRows`), and winners of capped ones.
+ * The batch's unlock state: the earnings of its limited rewards, from `EARNED`'s rows (`earnedRows`, read with
+ * the participants' lock), and the winners of its capped ones, read here in one statement with one array
+ * parameter per list (the same text whatever the batch).
  */
 export async function loadUnlockState(
   ctx: Ctx,
   pairs: { participantId: string; reward: RewardRow }[],
   month: string,
-  earnedRows?: unknown[][],
+  earnedRows: unknown[][],
 ): Promise<UnlockState> {
   const state: UnlockState = { month, earned: new Map(), winners: new Map(), unlocked: [] };
   const limited = new Set(
     pairs.filter((p) => !p.reward.isUnlimited).map((p) => pairKey(p.participantId, p.reward.id)),
   );
-  if (limited.size > 0) {
-    const rows =
-      earnedRows ??
-      (await EARNED.rows(ctx.db, {
-        participants: [...new Set(pairs.map((x) => x.participantId))],
-        rewards: [...new Set(pairs.map((x) => x.reward.id))],
-        month,
-      }));
-    for (const [p, r, total, thisMonth] of rows as [string, string, number, number][]) {
-      const key = pairKey(p, r);
-      if (limited.has(key)) state.earned.set(key, { total, thisMonth });
-    }
+  for (const [p, r, total, thisMonth] of earnedRows as [string, string, number, number][]) {
+    const key = pairKey(p, r);
+    if (limited.has(key)) state.earned.set(key, { total, thisMonth });
   }
   const capped = [...new Set(pairs.filter((p) => hasWinnersCap(p.reward)).map((p) => p.reward.id))];
   if (capped.length > 0) {

@@ -50,8 +50,23 @@ export async function fanOutEvents(
    */
   deferred: string[];
 }> {
-  const now = ctx.clock.now().toISOString();
-  // Ids that carry their time name the partitions to read.
+  const [row] = await ctx.db.execute<{
+    events: number;
+    created: (Scheduled & { eventId: string })[] | null;
+    deferred: string[] | null;
+  }>(fanOutStatement(ctx.clock.now(), eventIds));
+  return { events: row?.events ?? 0, scheduled: row?.created ?? [], deferred: row?.deferred ?? [] };
+}
+
+/**
+ * `fanOutEvents`'s one statement at `at`: of `eventIds`, or the sweep's (the oldest undispatched events) without.
+ * Exported for the tests that read its plan.
+ */
+export function fanOutStatement(at: Date, eventIds?: string[]): SQL {
+  const now = at.toISOString();
+  // Ids that carry their time name the partitions to read. Only the sweep states `seq > 0`, the condition of
+  // the index of the oldest undispatched events (`events_undispatched_idx`): events asked for by id are found
+  // by their id's index.
   const times = eventIds ? timesOf(eventIds) : null;
   const which = eventIds
     ? sql`and e.id = any(${sql.param([...eventIds])}::text[]) ${
@@ -59,12 +74,8 @@ export async function fanOutEvents(
           ? sql`and e.created_at = any(${sql.param(times.map((t) => t.toISOString()))}::text[]::timestamptz[])`
           : sql``
       }`
-    : sql``;
-  const [row] = await ctx.db.execute<{
-    events: number;
-    created: (Scheduled & { eventId: string })[] | null;
-    deferred: string[] | null;
-  }>(sql`
+    : sql`and e.seq > 0`;
+  return sql`
     with locked as (
       select e.id, e.seq, e.campaign_id, e.type, e.created_at, e.data #>> '{participant,id}' as participant_id
       from ${events} e
@@ -153,8 +164,7 @@ export async function fanOutEvents(
           'eventId', c.event_id)
          order by t.seq, c.endpoint_id)
        from created c join numbered t on t.event_id = c.event_id and t.endpoint_id = c.endpoint_id
-       where t.enabled and not t.waits) as created`);
-  return { events: row?.events ?? 0, scheduled: row?.created ?? [], deferred: row?.deferred ?? [] };
+       where t.enabled and not t.waits) as created`;
 }
 
 /** PENDING messages of enabled endpoints that also meet `where`, as jobs to schedule (the sweep's and a re-run's). */

@@ -1,0 +1,102 @@
+import { type Ctx, fanOutStatement, type NewEvent, recordEvents, systemClock } from '@stampcard/core';
+import { type SQL, sql } from 'drizzle-orm';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { makeEndpoint, makeWorld } from '../../../test/support/factories';
+import { useTestDb } from '../../../test/support/use';
+
+/**
+ * The fan-out's plan where PostgreSQL's statistics mislead it the way they do in production: ANALYZE ran while
+ * no event was in flight, so both partial indexes of undispatched events look empty, then hundreds of events
+ * are in flight. Each look-up by id or by participant must stay on its own index: on the sweep's index of every
+ * undispatched event it reads them all, for each event of the fan-out.
+ */
+const testDb = useTestDb();
+
+/** Events in flight when the plans are read. */
+const IN_FLIGHT = 300;
+
+type PlanNode = {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+};
+
+function* nodesOf(node: PlanNode): Generator<PlanNode> {
+  yield node;
+  for (const child of node.Plans ?? []) yield* nodesOf(child);
+}
+
+class RolledBack extends Error {
+  constructor(readonly plan: PlanNode) {
+    super('rolled back');
+  }
+}
+
+/** The plan of `statement` as it ran (EXPLAIN ANALYZE), with what it wrote rolled back. */
+async function planAsRun(statement: SQL): Promise<PlanNode> {
+  try {
+    await testDb.db.transaction(async (tx) => {
+      const rows = await tx.execute<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        sql`explain (analyze, format json) ${statement}`,
+      );
+      throw new RolledBack(rows[0]!['QUERY PLAN'][0].Plan);
+    });
+  } catch (err) {
+    if (err instanceof RolledBack) return err.plan;
+    throw err;
+  }
+  throw new Error('unreachable');
+}
+
+describe("fan-out's plan with statistics taken while nothing was in flight", () => {
+  let ctx: Ctx;
+  let inFlight: string[];
+  let sweepIndexes: Set<string>;
+
+  beforeAll(async () => {
+    ctx = { db: testDb.db, clock: systemClock };
+    const w = await makeWorld(ctx);
+    await makeEndpoint(ctx, { accountId: w.account.id, campaignId: w.campaign.id }, { eventTypes: [] });
+    const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
+    const event = (n: number) =>
+      ({
+        campaignId: w.campaign.id,
+        type: 'LOYALTY_ACTION_APPLIED',
+        data: { participant: { id: `prt_${n}` }, campaign },
+      }) as NewEvent;
+    await recordEvents(
+      ctx,
+      Array.from({ length: 2000 }, (_, n) => event(n)),
+    );
+    await testDb.db.execute(sql`update events set dispatched_at = now()`);
+    await testDb.db.execute(sql`analyze events`);
+    inFlight = await recordEvents(
+      ctx,
+      Array.from({ length: IN_FLIGHT }, (_, n) => event(n)),
+    );
+    // The sweep's index and its partitions' indexes.
+    const rows = await testDb.db.execute<{ name: string }>(sql`
+      select 'events_undispatched_idx' as name
+      union all
+      select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+      where i.inhparent = 'events_undispatched_idx'::regclass`);
+    sweepIndexes = new Set(rows.map((r) => r.name));
+  });
+
+  it('a worker’s fan-out finds its events by id and each one’s earlier event by participant, reading none of the others in flight', async () => {
+    const plan = await planAsRun(fanOutStatement(new Date(), inFlight.slice(-20)));
+    const onEvents = [...nodesOf(plan)].filter((n) => n['Relation Name']?.startsWith('events'));
+    expect(onEvents.map((n) => n['Index Name']).filter((name) => name && sweepIndexes.has(name))).toEqual([]);
+    // Rows read and thrown away across the loops: with the sweep's index, every event in flight for each of 20.
+    const removed = onEvents.reduce((sum, n) => sum + (n['Rows Removed by Filter'] ?? 0), 0);
+    expect(removed).toBeLessThan(IN_FLIGHT);
+  });
+
+  it('the sweep takes the oldest undispatched events by its own index', async () => {
+    const plan = await planAsRun(fanOutStatement(new Date()));
+    const used = [...nodesOf(plan)].map((n) => n['Index Name']).filter((name) => name !== undefined);
+    expect(used.some((name) => sweepIndexes.has(name))).toBe(true);
+  });
+});

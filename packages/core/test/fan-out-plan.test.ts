@@ -1,4 +1,11 @@
-import { type Ctx, fanOutStatement, type NewEvent, recordEvents, systemClock } from '@stampcard/core';
+import {
+  type Ctx,
+  fanOutEvents,
+  fanOutStatement,
+  type NewEvent,
+  recordEvents,
+  systemClock,
+} from '@stampcard/core';
 import { type SQL, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
@@ -50,6 +57,16 @@ async function planAsRun(statement: SQL): Promise<PlanNode> {
   throw new Error('unreachable');
 }
 
+/** The partitioned index `name` and its partitions' indexes. */
+async function indexFamily(name: string): Promise<Set<string>> {
+  const rows = await testDb.db.execute<{ name: string }>(sql`
+    select ${name} as name
+    union all
+    select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${name}::regclass`);
+  return new Set(rows.map((r) => r.name));
+}
+
 describe("fan-out's plan with statistics taken while nothing was in flight", () => {
   let ctx: Ctx;
   let inFlight: string[];
@@ -76,13 +93,7 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
       ctx,
       Array.from({ length: IN_FLIGHT }, (_, n) => event(n)),
     );
-    // The sweep's index and its partitions' indexes.
-    const rows = await testDb.db.execute<{ name: string }>(sql`
-      select 'events_undispatched_idx' as name
-      union all
-      select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
-      where i.inhparent = 'events_undispatched_idx'::regclass`);
-    sweepIndexes = new Set(rows.map((r) => r.name));
+    sweepIndexes = await indexFamily('events_undispatched_idx');
   });
 
   it('a worker’s fan-out finds its events by id and each one’s earlier event by participant, reading none of the others in flight', async () => {
@@ -98,5 +109,50 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
     const plan = await planAsRun(fanOutStatement(new Date()));
     const used = [...nodesOf(plan)].map((n) => n['Index Name']).filter((name) => name !== undefined);
     expect(used.some((name) => sweepIndexes.has(name))).toBe(true);
+  });
+});
+
+describe("an ordered endpoint's fan-out with statistics taken while nothing was pending", () => {
+  it('looks each pair’s pending messages up by the index of those, not by the index of every pending message', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const w = await makeWorld(ctx);
+    const owner = { accountId: w.account.id, campaignId: w.campaign.id };
+    await makeEndpoint(ctx, owner, { eventTypes: [], ordering: 'PARTICIPANT' });
+    const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
+    const event = (n: number) =>
+      ({
+        campaignId: w.campaign.id,
+        type: 'LOYALTY_ACTION_APPLIED',
+        data: { participant: { id: `ord_${n}` }, campaign },
+      }) as NewEvent;
+    await fanOutEvents(
+      ctx,
+      await recordEvents(
+        ctx,
+        Array.from({ length: 2000 }, (_, n) => event(n)),
+      ),
+    );
+    await testDb.db.execute(sql`update webhook_messages set status = 'SUCCEEDED'`);
+    await testDb.db.execute(sql`analyze events`);
+    await testDb.db.execute(sql`analyze webhook_messages`);
+    // A message pending for each of IN_FLIGHT participants, then an event more for 20 of them.
+    await fanOutEvents(
+      ctx,
+      await recordEvents(
+        ctx,
+        Array.from({ length: IN_FLIGHT }, (_, n) => event(n)),
+      ),
+    );
+    const next = await recordEvents(
+      ctx,
+      Array.from({ length: 20 }, (_, n) => event(n)),
+    );
+    const orderedIndexes = await indexFamily('webhook_messages_ordered_idx');
+    const plan = await planAsRun(fanOutStatement(new Date(), next));
+    const used = [...nodesOf(plan)]
+      .filter((n) => n['Relation Name']?.startsWith('webhook_messages') && n['Index Name'])
+      .map((n) => n['Index Name']!);
+    expect(used.length).toBeGreaterThan(0);
+    expect(used.filter((name) => !orderedIndexes.has(name))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type AnyColumn, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 import {
   bigint,
   boolean,
@@ -130,6 +130,16 @@ export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
  * the same row. `attempts` counts the attempts of the current schedule (a replay starts a new one); attempts
  * that an endpoint throttled (429/503 with Retry-After) do not count, until its run of throttles passes a bound.
  */
+/**
+ * PENDING and ordered, the condition of `webhook_messages_ordered_idx`, with the status written `(status || '')`:
+ * a statement that looks a pair's ordered messages up with it can take that index and no other pending one.
+ * With plain `status = 'PENDING'` the planner could take the index of every pending message by due time
+ * (`webhook_messages_due_idx`) instead, and read all of them for each pair: statistics taken while few messages
+ * were pending make every pending index look empty. `status` and `ordered` are the columns, or an alias's.
+ */
+export const pendingOrdered = (status: AnyColumn | SQLWrapper, ordered: AnyColumn | SQLWrapper): SQL =>
+  sql`(${status} || '') = 'PENDING' and ${ordered}`;
+
 export const webhookMessages = pgTable(
   'webhook_messages',
   {
@@ -200,10 +210,10 @@ export const webhookMessages = pgTable(
       .on(t.endpointId, t.createdAt, t.id)
       .where(sql`${t.status} = 'PENDING'`),
     // The ordered messages still to send of each (endpoint, participant), in sequence: whether a new one waits,
-    // and which one goes next.
+    // and which one goes next. Its condition is `pendingOrdered`'s, which no other index matches.
     index('webhook_messages_ordered_idx')
       .on(t.endpointId, t.participantId, t.sequence)
-      .where(sql`${t.status} = 'PENDING' and ${t.ordered}`),
+      .where(pendingOrdered(t.status, t.ordered)),
   ],
 );
 

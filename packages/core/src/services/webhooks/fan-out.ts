@@ -1,4 +1,11 @@
-import { events, WAITING_AT, webhookEndpoints, webhookMessages, webhookSequences } from '@stampcard/db';
+import {
+  events,
+  pendingOrdered,
+  WAITING_AT,
+  webhookEndpoints,
+  webhookMessages,
+  webhookSequences,
+} from '@stampcard/db';
 import { and, asc, eq, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 import { ID_PREFIXES, TIME_WIDTH, TIMED_EVENT_LENGTH, TIMED_MESSAGE_LENGTH, timesOf } from '../../ids';
@@ -8,11 +15,14 @@ import { notWaiting } from './ordering';
 /** Largest number of events one fan-out takes. */
 export const FAN_OUT_BATCH = 500;
 
-/** In the fan-out's SQL: the PENDING ordered messages of the pair (`endpoint_id`, `participant_id`) of `pair`. */
-const pendingOrdered = (pair: string) => sql`
+/**
+ * In the fan-out's SQL: the PENDING ordered messages of the pair (`endpoint_id`, `participant_id`) of `pair`, by
+ * the index of those (`pendingOrdered`).
+ */
+const pendingOfPair = (pair: string) => sql`
   select 1 from ${webhookMessages} w
   where w.endpoint_id = ${sql.raw(pair)}.endpoint_id and w.participant_id = ${sql.raw(pair)}.participant_id
-    and w.status = 'PENDING' and w.ordered`;
+    and ${pendingOrdered(sql.raw('w.status'), sql.raw('w.ordered'))}`;
 
 /**
  * Fans outbox events out to their campaigns' endpoints, in ONE statement: one message per (event, endpoint
@@ -112,9 +122,9 @@ export function fanOutStatement(at: Date, eventIds?: string[]): SQL {
       -- that waits for a row while holding others can deadlock with the dispatcher's claims and successes, which
       -- lock theirs in another order. A pair whose every PENDING message is held elsewhere is not known to wait:
       -- its participant's events are deferred and tried again shortly.
-      select o.endpoint_id, o.participant_id, exists (${pendingOrdered('o')} for update skip locked) as held
+      select o.endpoint_id, o.participant_id, exists (${pendingOfPair('o')} for update skip locked) as held
       from (select distinct endpoint_id, participant_id from reach where ordered) o
-      where exists (${pendingOrdered('o')})
+      where exists (${pendingOfPair('o')})
     ), picked as (
       select r.* from ready r
       where r.participant_id is null

@@ -1,4 +1,4 @@
-import { WAITING_AT, webhookMessages } from '@stampcard/db';
+import { pendingOrdered, WAITING_AT, webhookMessages } from '@stampcard/db';
 import { lt, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 
@@ -63,7 +63,7 @@ export async function releaseNextOrdered(
       join unnest(${sql.param(keys.map((k) => k.endpointId))}::text[], ${sql.param(keys.map((k) => k.participantId))}::text[])
         as k(endpoint_id, participant_id)
         on w.endpoint_id = k.endpoint_id and w.participant_id = k.participant_id
-      where w.status = 'PENDING' and w.ordered
+      where ${pendingOrdered(sql.raw('w.status'), sql.raw('w.ordered'))}
       order by w.endpoint_id, w.participant_id, w.sequence
     ) h
     where n.id = h.id and n.event_at = h.event_at and h.next_attempt_at = ${WAITING_AT.toISOString()}::timestamptz

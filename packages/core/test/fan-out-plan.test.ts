@@ -67,6 +67,32 @@ async function indexFamily(name: string): Promise<Set<string>> {
   return new Set(rows.map((r) => r.name));
 }
 
+/**
+ * A campaign with an endpoint that takes every event (ordered by participant with `ordered`), and its events:
+ * `events(count, tag)` is one LOYALTY_ACTION_APPLIED event for each of participants `<tag>_0` to `<tag>_<count-1>`.
+ */
+async function campaignWithEndpoint(ctx: Ctx, ordered = false) {
+  const w = await makeWorld(ctx);
+  const owner = { accountId: w.account.id, campaignId: w.campaign.id };
+  await makeEndpoint(ctx, owner, {
+    eventTypes: [],
+    ...(ordered ? { ordering: 'PARTICIPANT' as const } : {}),
+  });
+  const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
+  return {
+    events: (count: number, tag: string): NewEvent[] =>
+      Array.from(
+        { length: count },
+        (_, n) =>
+          ({
+            campaignId: w.campaign.id,
+            type: 'LOYALTY_ACTION_APPLIED',
+            data: { participant: { id: `${tag}_${n}` }, campaign },
+          }) as NewEvent,
+      ),
+  };
+}
+
 describe("fan-out's plan with statistics taken while nothing was in flight", () => {
   let ctx: Ctx;
   let inFlight: string[];
@@ -74,25 +100,11 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
 
   beforeAll(async () => {
     ctx = { db: testDb.db, clock: systemClock };
-    const w = await makeWorld(ctx);
-    await makeEndpoint(ctx, { accountId: w.account.id, campaignId: w.campaign.id }, { eventTypes: [] });
-    const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
-    const event = (n: number) =>
-      ({
-        campaignId: w.campaign.id,
-        type: 'LOYALTY_ACTION_APPLIED',
-        data: { participant: { id: `prt_${n}` }, campaign },
-      }) as NewEvent;
-    await recordEvents(
-      ctx,
-      Array.from({ length: 2000 }, (_, n) => event(n)),
-    );
+    const { events } = await campaignWithEndpoint(ctx);
+    await recordEvents(ctx, events(2000, 'prt'));
     await testDb.db.execute(sql`update events set dispatched_at = now()`);
     await testDb.db.execute(sql`analyze events`);
-    inFlight = await recordEvents(
-      ctx,
-      Array.from({ length: IN_FLIGHT }, (_, n) => event(n)),
-    );
+    inFlight = await recordEvents(ctx, events(IN_FLIGHT, 'prt'));
     sweepIndexes = await indexFamily('events_undispatched_idx');
   });
 
@@ -115,38 +127,14 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
 describe("an ordered endpoint's fan-out with statistics taken while nothing was pending", () => {
   it('looks each pair’s pending messages up by the index of those, not by the index of every pending message', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
-    const w = await makeWorld(ctx);
-    const owner = { accountId: w.account.id, campaignId: w.campaign.id };
-    await makeEndpoint(ctx, owner, { eventTypes: [], ordering: 'PARTICIPANT' });
-    const campaign = { id: w.campaign.id, name: 'c', status: 'IN_PROGRESS' as const, currencyISO: 'USD' };
-    const event = (n: number) =>
-      ({
-        campaignId: w.campaign.id,
-        type: 'LOYALTY_ACTION_APPLIED',
-        data: { participant: { id: `ord_${n}` }, campaign },
-      }) as NewEvent;
-    await fanOutEvents(
-      ctx,
-      await recordEvents(
-        ctx,
-        Array.from({ length: 2000 }, (_, n) => event(n)),
-      ),
-    );
+    const { events } = await campaignWithEndpoint(ctx, true);
+    await fanOutEvents(ctx, await recordEvents(ctx, events(2000, 'ord')));
     await testDb.db.execute(sql`update webhook_messages set status = 'SUCCEEDED'`);
     await testDb.db.execute(sql`analyze events`);
     await testDb.db.execute(sql`analyze webhook_messages`);
     // A message pending for each of IN_FLIGHT participants, then an event more for 20 of them.
-    await fanOutEvents(
-      ctx,
-      await recordEvents(
-        ctx,
-        Array.from({ length: IN_FLIGHT }, (_, n) => event(n)),
-      ),
-    );
-    const next = await recordEvents(
-      ctx,
-      Array.from({ length: 20 }, (_, n) => event(n)),
-    );
+    await fanOutEvents(ctx, await recordEvents(ctx, events(IN_FLIGHT, 'ord')));
+    const next = await recordEvents(ctx, events(20, 'ord'));
     const orderedIndexes = await indexFamily('webhook_messages_ordered_idx');
     const plan = await planAsRun(fanOutStatement(new Date(), next));
     const used = [...nodesOf(plan)]

@@ -3,6 +3,7 @@ export * from './built-once';
 export * from './client';
 export * from './connect';
 export * from './idempotency';
+export * from './index-conditions';
 export * from './migrate';
 export * from './partitions';
 export * from './prepared';

@@ -10,6 +10,7 @@ import {
   timestamp,
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
+import { undispatchedForSweep } from '../index-conditions';
 import { campaigns, type Metadata, rewards } from './campaigns';
 import { participants } from './participants';
 
@@ -173,12 +174,11 @@ export const events = pgTable(
     index('events_id_idx').on(t.id),
     // The feed's order, and the campaign's events when it is deleted.
     index('events_campaign_tx_seq_idx').on(t.campaignId, t.txId, t.seq),
-    // The sweep's order: the oldest events not fanned out yet. `seq > 0` holds for every row (seq starts at 1): it
-    // is in the predicate so that only a statement that states it, the sweep, can use this index. ANALYZE run
-    // with no event in flight leaves both partial indexes looking empty to the planner, which then took this one
-    // for the fan-out's look-ups by id and by participant, reading every undispatched event for each (40 ms of a
-    // 100 ms fan-out of 128 events with 300 in flight, and quadratic in a backlog).
-    index('events_undispatched_idx').on(t.seq).where(sql`${t.dispatchedAt} is null and ${t.seq} > 0`),
+    // The sweep's order: the oldest events not fanned out yet. Its predicate is `undispatchedForSweep`, which only
+    // the sweep states: with plain `dispatched_at is null`, the planner took this index for the fan-out's look-ups
+    // by id and by participant whenever ANALYZE ran with no event in flight, reading every undispatched event for
+    // each (40 ms of a 100 ms fan-out of 128 events with 300 in flight, and quadratic in a backlog).
+    index('events_undispatched_idx').on(t.seq).where(undispatchedForSweep(t.dispatchedAt, t.seq)),
     // The fan-out's order per participant: whether an earlier event of a participant is still to fan out.
     index('events_undispatched_participant_idx')
       .on(sql`(${t.data} #>> '{participant,id}')`, t.seq)

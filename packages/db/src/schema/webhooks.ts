@@ -1,4 +1,4 @@
-import { type AnyColumn, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import {
   bigint,
   boolean,
@@ -10,6 +10,7 @@ import {
   text,
   timestamp,
 } from 'drizzle-orm/pg-core';
+import { pendingOrdered } from '../index-conditions';
 import { accountKeyed } from './campaigns';
 
 export const ENDPOINT_KINDS = ['NOTIFY', 'FULFILMENT'] as const;
@@ -130,16 +131,6 @@ export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
  * the same row. `attempts` counts the attempts of the current schedule (a replay starts a new one); attempts
  * that an endpoint throttled (429/503 with Retry-After) do not count, until its run of throttles passes a bound.
  */
-/**
- * PENDING and ordered, the condition of `webhook_messages_ordered_idx`, with the status written `(status || '')`:
- * a statement that looks a pair's ordered messages up with it can take that index and no other pending one.
- * With plain `status = 'PENDING'` the planner could take the index of every pending message by due time
- * (`webhook_messages_due_idx`) instead, and read all of them for each pair: statistics taken while few messages
- * were pending make every pending index look empty. `status` and `ordered` are the columns, or an alias's.
- */
-export const pendingOrdered = (status: AnyColumn | SQLWrapper, ordered: AnyColumn | SQLWrapper): SQL =>
-  sql`(${status} || '') = 'PENDING' and ${ordered}`;
-
 export const webhookMessages = pgTable(
   'webhook_messages',
   {

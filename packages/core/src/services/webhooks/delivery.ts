@@ -5,11 +5,12 @@ import {
   decoded,
   erasures,
   events,
+  pendingByKey,
   webhookAttempts,
   webhookEndpoints,
   webhookMessages,
 } from '@stampcard/db';
-import { and, eq, isNotNull, isNull, or, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { and, eq, isNotNull, isNull, or, type SQL, sql } from 'drizzle-orm';
 import { QueryBuilder } from 'drizzle-orm/pg-core';
 import { type Ctx, unitOfWork } from '../../context';
 import { newId, timesOf } from '../../ids';
@@ -83,14 +84,6 @@ export type DeliveryEndpoint = Pick<EndpointRow, (typeof ENDPOINT_FIELDS)[number
 /** The named columns of a table, for a select. */
 const columns = <T, K extends keyof T>(table: T, fields: readonly K[]) =>
   Object.fromEntries(fields.map((f) => [f, table[f]])) as Pick<T, K>;
-
-/**
- * `status = 'PENDING'`, written so that it does not match the pending indexes' predicate: a statement that names
- * its messages by id then reads them by primary key. Matching it, the planner could scan a whole pending index
- * for each statement: after a replay or a backlog made thousands of messages PENDING, statistics taken before
- * still said that index was all but empty (a claim of 16 messages read 10,000 and took 10 ms).
- */
-const stillPending = (status: SQLWrapper): SQL => sql`(${status} || '') = 'PENDING'`;
 
 /** Everything one delivery needs, read in one statement. */
 export type Delivery = {
@@ -329,7 +322,7 @@ function buildClaims(ranged: boolean) {
     claim: builtOnce(sql`
       update ${webhookMessages} m
       set claimed_until = now() + ${sql.placeholder('leaseMs')}::int * interval '1 millisecond'
-      ${claimedMessages(ranged)} and ${stillPending(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
+      ${claimedMessages(ranged)} and ${pendingByKey(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
         and (m.claimed_until is null or m.claimed_until <= now())
       returning m.id, m.generation`),
     release: builtOnce(sql`
@@ -521,7 +514,7 @@ const thisGeneration = (message: DeliveryMessage) =>
     eq(webhookMessages.id, message.id),
     eventAtWithin(webhookMessages.eventAt, [message.eventAt]),
     eq(webhookMessages.generation, message.generation),
-    stillPending(webhookMessages.status),
+    pendingByKey(webhookMessages.status),
   );
 
 /** A 2xx that is not a plain success: ends the endpoint's run of failures or throttles, fulfils a goal. */
@@ -728,7 +721,7 @@ function buildSuccesses(ranged: boolean) {
     ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`, sql`${p('since')}::timestamptz`)}),
     live as (
       select i.message_id from input i join ${webhookMessages} x
-        on x.id = i.message_id and x.generation = i.generation and ${stillPending(sql.raw('x.status'))} ${within('x')}
+        on x.id = i.message_id and x.generation = i.generation and ${pendingByKey(sql.raw('x.status'))} ${within('x')}
     ), counted as (
       -- A message that is no longer this PENDING one (replayed, discarded meanwhile) is not updated below:
       -- its pruned rows are counted here, so that no row of one statement is updated twice.
@@ -747,7 +740,7 @@ function buildSuccesses(ranged: boolean) {
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
       updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and ${stillPending(sql.raw('m.status'))} ${within('m')}`,
+    where m.id = i.message_id and m.generation = i.generation and ${pendingByKey(sql.raw('m.status'))} ${within('m')}`,
   );
 }
 

@@ -1,6 +1,7 @@
 import {
   events,
   pendingOrdered,
+  undispatchedForSweep,
   WAITING_AT,
   webhookEndpoints,
   webhookMessages,
@@ -74,22 +75,22 @@ export async function fanOutEvents(
  */
 export function fanOutStatement(at: Date, eventIds?: string[]): SQL {
   const now = at.toISOString();
-  // Ids that carry their time name the partitions to read. Only the sweep states `seq > 0`, the condition of
-  // the index of the oldest undispatched events (`events_undispatched_idx`): events asked for by id are found
-  // by their id's index.
+  // Ids that carry their time name the partitions to read. Only the sweep states `undispatchedForSweep`, the
+  // condition of the index of the oldest undispatched events: events asked for by id are found by their id's
+  // index.
   const times = eventIds ? timesOf(eventIds) : null;
   const which = eventIds
-    ? sql`and e.id = any(${sql.param([...eventIds])}::text[]) ${
+    ? sql`e.dispatched_at is null and e.id = any(${sql.param([...eventIds])}::text[]) ${
         times
           ? sql`and e.created_at = any(${sql.param(times.map((t) => t.toISOString()))}::text[]::timestamptz[])`
           : sql``
       }`
-    : sql`and e.seq > 0`;
+    : undispatchedForSweep(sql.raw('e.dispatched_at'), sql.raw('e.seq'));
   return sql`
     with locked as (
       select e.id, e.seq, e.campaign_id, e.type, e.created_at, e.data #>> '{participant,id}' as participant_id
       from ${events} e
-      where e.dispatched_at is null ${which}
+      where ${which}
       order by e.seq
       limit ${FAN_OUT_BATCH}
       for update skip locked

@@ -8,10 +8,11 @@ import {
   successesStatement,
   systemClock,
 } from '@stampcard/core';
-import { type builtOnce, clientOf, events, webhookMessages } from '@stampcard/db';
-import { eq, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
+import { events, webhookMessages } from '@stampcard/db';
+import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
+import { planOf, rowsRead } from '../../../test/support/plans';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -21,37 +22,6 @@ import { useTestDb } from '../../../test/support/use';
  * of the messages' table each statement went through: the messages it names, not every pending one.
  */
 const testDb = useTestDb();
-
-type PlanNode = {
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-};
-
-type Plan = { 'QUERY PLAN': [{ Plan: PlanNode }] };
-/** A statement built once, with the values of one run. */
-type BuiltOnce = { statement: ReturnType<typeof builtOnce>; values: Record<string, unknown> };
-
-/**
- * Rows of `table` (any partition) that running `statement` read, kept or filtered out: a drizzle statement, or
- * one built once with its parameters.
- */
-async function rowsRead(ctx: Ctx, statement: SQL | SQLWrapper | BuiltOnce, table: string): Promise<number> {
-  const [row] =
-    'statement' in statement
-      ? await clientOf(ctx.db).unsafe<Plan[]>(
-          `explain (analyze, format json) ${statement.statement.text}`,
-          statement.statement.params(statement.values),
-        )
-      : await ctx.db.execute<Plan>(sql`explain (analyze, format json) ${statement}`);
-  const walk = (node: PlanNode): number =>
-    (node['Relation Name']?.startsWith(table)
-      ? ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) * (node['Actual Loops'] ?? 1)
-      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + walk(child), 0);
-  return walk(row!['QUERY PLAN'][0].Plan);
-}
 
 describe("the dispatcher's statements, against statistics taken before a replay", () => {
   it('a claim and a batch of successes read the messages they name, not every pending one', async () => {
@@ -81,7 +51,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // Without the planner's misstep this reads the 16 claimed (the join may look each up more than once);
     // with it, every pending message of the endpoint: 3,000.
-    const claimRead = await rowsRead(ctx, claimStatement(claims, 60_000), 'webhook_messages');
+    const claimRead = rowsRead(await planOf(ctx.db, claimStatement(claims, 60_000)), 'webhook_messages');
     expect(claimRead).toBeGreaterThanOrEqual(16);
     expect(claimRead).toBeLessThan(100);
 
@@ -97,7 +67,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
       latencyMs: 5,
       responseExcerpt: null,
     }));
-    const successRead = await rowsRead(ctx, successesStatement(successes), 'webhook_messages');
+    const successRead = rowsRead(await planOf(ctx.db, successesStatement(successes)), 'webhook_messages');
     expect(successRead).toBeGreaterThanOrEqual(16);
     expect(successRead).toBeLessThan(200);
     // The statements did their work: the 16 messages are recorded delivered, the others still pending.
@@ -130,7 +100,7 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const read = await rowsRead(ctx, deliveryStatement(ids), 'events');
+    const read = rowsRead(await planOf(ctx.db, deliveryStatement(ids)), 'events');
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
     // And each delivery carries its event.

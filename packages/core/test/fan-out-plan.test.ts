@@ -6,9 +6,10 @@ import {
   recordEvents,
   systemClock,
 } from '@stampcard/core';
-import { type SQL, sql } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
+import { indexesRead, indexFamily, nodesOf, planAsRun } from '../../../test/support/plans';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -21,51 +22,6 @@ const testDb = useTestDb();
 
 /** Events in flight when the plans are read. */
 const IN_FLIGHT = 300;
-
-type PlanNode = {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Rows Removed by Filter'?: number;
-  Plans?: PlanNode[];
-};
-
-function* nodesOf(node: PlanNode): Generator<PlanNode> {
-  yield node;
-  for (const child of node.Plans ?? []) yield* nodesOf(child);
-}
-
-class RolledBack extends Error {
-  constructor(readonly plan: PlanNode) {
-    super('rolled back');
-  }
-}
-
-/** The plan of `statement` as it ran (EXPLAIN ANALYZE), with what it wrote rolled back. */
-async function planAsRun(statement: SQL): Promise<PlanNode> {
-  try {
-    await testDb.db.transaction(async (tx) => {
-      const rows = await tx.execute<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
-        sql`explain (analyze, format json) ${statement}`,
-      );
-      throw new RolledBack(rows[0]!['QUERY PLAN'][0].Plan);
-    });
-  } catch (err) {
-    if (err instanceof RolledBack) return err.plan;
-    throw err;
-  }
-  throw new Error('unreachable');
-}
-
-/** The partitioned index `name` and its partitions' indexes. */
-async function indexFamily(name: string): Promise<Set<string>> {
-  const rows = await testDb.db.execute<{ name: string }>(sql`
-    select ${name} as name
-    union all
-    select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
-    where i.inhparent = ${name}::regclass`);
-  return new Set(rows.map((r) => r.name));
-}
 
 /**
  * A campaign with an endpoint that takes every event (ordered by participant with `ordered`), and its events:
@@ -105,11 +61,11 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
     await testDb.db.execute(sql`update events set dispatched_at = now()`);
     await testDb.db.execute(sql`analyze events`);
     inFlight = await recordEvents(ctx, events(IN_FLIGHT, 'prt'));
-    sweepIndexes = await indexFamily('events_undispatched_idx');
+    sweepIndexes = await indexFamily(testDb.db, 'events_undispatched_idx');
   });
 
   it('a worker’s fan-out finds its events by id and each one’s earlier event by participant, reading none of the others in flight', async () => {
-    const plan = await planAsRun(fanOutStatement(new Date(), inFlight.slice(-20)));
+    const plan = await planAsRun(testDb.db, fanOutStatement(new Date(), inFlight.slice(-20)));
     const onEvents = [...nodesOf(plan)].filter((n) => n['Relation Name']?.startsWith('events'));
     expect(onEvents.map((n) => n['Index Name']).filter((name) => name && sweepIndexes.has(name))).toEqual([]);
     // Rows read and thrown away across the loops: with the sweep's index, every event in flight for each of 20.
@@ -118,9 +74,8 @@ describe("fan-out's plan with statistics taken while nothing was in flight", () 
   });
 
   it('the sweep takes the oldest undispatched events by its own index', async () => {
-    const plan = await planAsRun(fanOutStatement(new Date()));
-    const used = [...nodesOf(plan)].map((n) => n['Index Name']).filter((name) => name !== undefined);
-    expect(used.some((name) => sweepIndexes.has(name))).toBe(true);
+    const plan = await planAsRun(testDb.db, fanOutStatement(new Date()));
+    expect(indexesRead(plan).some((name) => sweepIndexes.has(name))).toBe(true);
   });
 });
 
@@ -135,8 +90,8 @@ describe("an ordered endpoint's fan-out with statistics taken while nothing was 
     // A message pending for each of IN_FLIGHT participants, then an event more for 20 of them.
     await fanOutEvents(ctx, await recordEvents(ctx, events(IN_FLIGHT, 'ord')));
     const next = await recordEvents(ctx, events(20, 'ord'));
-    const orderedIndexes = await indexFamily('webhook_messages_ordered_idx');
-    const plan = await planAsRun(fanOutStatement(new Date(), next));
+    const orderedIndexes = await indexFamily(testDb.db, 'webhook_messages_ordered_idx');
+    const plan = await planAsRun(testDb.db, fanOutStatement(new Date(), next));
     const used = [...nodesOf(plan)]
       .filter((n) => n['Relation Name']?.startsWith('webhook_messages') && n['Index Name'])
       .map((n) => n['Index Name']!);

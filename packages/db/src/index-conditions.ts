@@ -21,6 +21,14 @@ import { type AnyColumn, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
 export const pendingByKey = (status: AnyColumn | SQLWrapper): SQL => sql`(${status} || '') = 'PENDING'`;
 
 /**
+ * `status = 'QUEUED'`, written `(status || '') = 'QUEUED'`: it matches neither index of the ledger's QUEUED rows
+ * (by participant, and by request hash), so a statement that names its actions by id reads them by primary key.
+ * With the plain comparison, the worker's claim of a batch of 32 read every QUEUED action of a backlog of 5,000
+ * through the participants' index (`packages/core/test/ledger-plan.test.ts`).
+ */
+export const queuedByKey = (status: AnyColumn | SQLWrapper): SQL => sql`(${status} || '') = 'QUEUED'`;
+
+/**
  * PENDING and ordered, the predicate of `webhook_messages_ordered_idx` (a pair's ordered messages still to
  * send, in sequence): `pendingByKey`'s form of the status, so that a look-up of a pair's messages can take that
  * index and no other pending one. The columns, or an alias's.

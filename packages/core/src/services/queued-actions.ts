@@ -1,20 +1,33 @@
-import { loyaltyActions, type Tx } from '@stampcard/db';
-import { and, asc, eq, inArray, type SQL } from 'drizzle-orm';
+import { anyOf, loyaltyActions, queuedByKey, type Tx } from '@stampcard/db';
+import { and, asc, eq, inArray } from 'drizzle-orm';
 
 /**
- * Moves the QUEUED loyalty actions that `where` picks out of QUEUED (`set`: APPLIED, or REJECTED with its
- * reason), inside the caller's transaction. Their rows are locked first, in id order: the order every writer
- * of the ledger locks them in (the worker's batch, a participant's removal), so that two of them never
- * deadlock, and an action leaves QUEUED once: a writer that waited for the lock finds it moved on and skips it.
- * Its request hash goes with it: the hash only says an identical request is in flight (409) while it is
- * QUEUED, and 65 bytes a row kept for ever were a tenth of the ledger. One statement; answers the UPDATE, for
- * the caller's `returning`.
+ * The QUEUED actions a writer settles: those of `ids` (read by primary key, `queuedByKey`), or every one of a
+ * participant (a range of the index of QUEUED actions by participant).
+ */
+export type QueuedOf = { ids: readonly string[] } | { campaignId: string; participantId: string };
+
+/**
+ * Moves the QUEUED loyalty actions of `of` out of QUEUED (`set`: APPLIED, or REJECTED with its reason), inside
+ * the caller's transaction. Their rows are locked first, in id order: the order every writer of the ledger
+ * locks them in (the worker's batch, a participant's removal), so that two of them never deadlock, and an action
+ * leaves QUEUED once: a writer that waited for the lock finds it moved on and skips it. Its request hash goes
+ * with it: the hash only says an identical request is in flight (409) while it is QUEUED, and 65 bytes a row
+ * kept for ever were a tenth of the ledger. One statement; answers the UPDATE, for the caller's `returning`.
  */
 export function settleQueuedActions(
   db: Tx,
-  where: SQL | undefined,
+  of: QueuedOf,
   set: Pick<typeof loyaltyActions.$inferInsert, 'status' | 'appliedAt' | 'reason'>,
 ) {
+  const which =
+    'ids' in of
+      ? and(anyOf(loyaltyActions.id, of.ids), queuedByKey(loyaltyActions.status))
+      : and(
+          eq(loyaltyActions.campaignId, of.campaignId),
+          eq(loyaltyActions.participantId, of.participantId),
+          eq(loyaltyActions.status, 'QUEUED'),
+        );
   return db
     .update(loyaltyActions)
     .set({ ...set, requestHash: null })
@@ -24,7 +37,7 @@ export function settleQueuedActions(
         db
           .select({ id: loyaltyActions.id })
           .from(loyaltyActions)
-          .where(and(where, eq(loyaltyActions.status, 'QUEUED')))
+          .where(which)
           .orderBy(asc(loyaltyActions.id))
           .for('update'),
       ),

@@ -116,11 +116,8 @@ export async function applyActions(ctx: Ctx, actionIds: string[]): Promise<Appli
     const earlier = await earlierOfTheirParticipants(db, given);
     const claimed = await settleQueuedActions(
       db,
-      anyOf(loyaltyActions.id, [...new Set([...given, ...earlier])]),
-      {
-        status: 'APPLIED',
-        appliedAt: now,
-      },
+      { ids: [...new Set([...given, ...earlier])] },
+      { status: 'APPLIED', appliedAt: now },
     ).returning();
     if (claimed.length === 0) return [];
     claimed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || compareIds(a.id, b.id));

@@ -1,4 +1,4 @@
-import { anyOf, loyaltyActions } from '@stampcard/db';
+import { anyOf, loyaltyActions, queuedByKey } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 
@@ -26,10 +26,14 @@ export async function findStaleQueuedActions(ctx: Ctx, graceMs: number, limit = 
  */
 export async function stillQueuedActions(ctx: Ctx, ids: readonly string[]): Promise<string[]> {
   if (ids.length === 0) return [];
-  const rows = await ctx.db
-    .select({ id: loyaltyActions.id })
-    .from(loyaltyActions)
-    .where(and(anyOf(loyaltyActions.id, ids), eq(loyaltyActions.status, 'QUEUED')));
+  const rows = await stillQueuedQuery(ctx.db, ids);
   const queued = new Set(rows.map((r) => r.id));
   return ids.filter((id) => queued.has(id));
 }
+
+/** `stillQueuedActions`'s statement: `ids` by primary key (`queuedByKey`). Exported for the test that reads its plan. */
+export const stillQueuedQuery = (db: Ctx['db'], ids: readonly string[]) =>
+  db
+    .select({ id: loyaltyActions.id })
+    .from(loyaltyActions)
+    .where(and(anyOf(loyaltyActions.id, ids), queuedByKey(loyaltyActions.status)));

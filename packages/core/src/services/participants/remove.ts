@@ -46,7 +46,7 @@ export async function deleteParticipant(
     const { db } = tx;
     const rejected = await settleQueuedActions(
       db,
-      and(eq(loyaltyActions.campaignId, campaign.id), eq(loyaltyActions.participantId, found.id)),
+      { campaignId: campaign.id, participantId: found.id },
       { status: 'REJECTED', reason: PARTICIPANT_DELETED },
     ).returning({ id: loyaltyActions.id });
     // DELETE … RETURNING locks the row and answers it as last committed: its counts include every action a

@@ -217,6 +217,17 @@ export function summary(f: Figures): string {
       '',
     ]);
   }
+  if (a?.behindBacklog) {
+    const o = a.behindBacklog;
+    rows.push([
+      `apply: the same behind a backlog of ${fmt(o.backlog)} the statistics predate`,
+      `${o.meanMs} / ${o.p50Ms} / ${o.p99Ms} ms`,
+      a.oneBatch ? `${a.oneBatch.meanMs} ms mean without` : 'none',
+      a.oneBatch ? fmt(o.meanMs / a.oneBatch.meanMs, 2) : '',
+      '',
+      '',
+    ]);
+  }
   const d = f.dispatch;
   rows.push([
     'dispatch: webhook deliveries/s (Redis commands per delivery)',

@@ -7,6 +7,8 @@ import type { Bench } from '../context';
 import { settle } from '../settle';
 import { percentile, progress, round, until, withHeartbeat } from '../util';
 
+type OneBatch = { size: number; batches: number; meanMs: number; p50Ms: number; p99Ms: number };
+
 export type ApplyFigure = {
   stampcard: {
     actions: number;
@@ -27,7 +29,14 @@ export type ApplyFigure = {
    * transaction takes, its round trips included, on a machine doing nothing else. No target: it says what a
    * change to the apply transaction bought.
    */
-  oneBatch: { size: number; batches: number; meanMs: number; p50Ms: number; p99Ms: number };
+  oneBatch: OneBatch;
+  /**
+   * The same, behind a backlog of `backlog` QUEUED actions (of other participants) that came after PostgreSQL's
+   * statistics were taken, as on a large ledger, which autovacuum analyses only after a tenth of it changes: what
+   * each batch pays for a backlog it does not apply. A claim that the planner sends through the index of every
+   * QUEUED action reads the backlog each time.
+   */
+  behindBacklog: OneBatch & { backlog: number };
   /** The best of `sweep`: PostgreSQL's best at this work on this machine. */
   baseline: ApplyBaselineResult;
   /** The baseline at each connection count tried (`settings.apply.baselineConnections`). */
@@ -69,6 +78,7 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
 
   // Before any worker runs: its relay would take these jobless rows for its own.
   const oneBatch = await measureOneBatch(bench);
+  const behindBacklog = await measureBehindBacklog(bench);
 
   const campaign = seeded.campaigns.apply;
   progress(`apply: queueing ${n} actions (SQL rows + addBulk jobs), no worker running`);
@@ -108,6 +118,7 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
   progress(`apply: ${perSecond} actions/s (${round(seconds, 2)} s after the first applied)`);
   return {
     oneBatch,
+    behindBacklog,
     stampcard: {
       actions: n,
       workers: settings.workers,
@@ -124,12 +135,37 @@ export async function measureApply(bench: Bench): Promise<ApplyFigure> {
 }
 
 /** `ApplyFigure.oneBatch`: batches of 32 ledger rows (no jobs) applied one after another, the first 20 a warm-up. */
-async function measureOneBatch(bench: Bench): Promise<ApplyFigure['oneBatch']> {
+async function measureOneBatch(bench: Bench): Promise<OneBatch> {
+  await settle(bench, 'apply');
+  return timeBatches(bench, 'one batch of 32 at a time');
+}
+
+/**
+ * `ApplyFigure.behindBacklog`: the statistics taken with nothing QUEUED, then a backlog queued for another
+ * campaign's participants (so no batch takes any of it with its own), then `timeBatches`. The backlog is
+ * rejected after, so that the worker's relay never sees it.
+ */
+async function measureBehindBacklog(bench: Bench): Promise<ApplyFigure['behindBacklog']> {
+  const backlog = bench.settings.mode === 'quick' ? 10_000 : 50_000;
+  await settle(bench, 'apply');
+  const other = bench.seeded.campaigns.applyBaseline;
+  progress(`apply: a backlog of ${backlog} QUEUED actions queued after the statistics were taken`);
+  await queueActions(bench, other, backlog, undefined, false);
+  try {
+    return { backlog, ...(await timeBatches(bench, `one batch of 32 behind a backlog of ${backlog}`)) };
+  } finally {
+    await bench.sql`
+      update loyalty_actions set status = 'REJECTED', reason = 'BENCH_BACKLOG'
+      where campaign_id = ${other.id} and status = 'QUEUED'`;
+  }
+}
+
+/** Batches of 32 new ledger rows (no jobs) applied one after another by `applyActions`, the first 20 a warm-up. */
+async function timeBatches(bench: Bench, what: string): Promise<OneBatch> {
   const size = 32;
   const warm = 20;
   const batches = bench.settings.mode === 'quick' ? 100 : 300;
-  await settle(bench, 'apply');
-  progress(`apply: one batch of ${size} at a time, ${batches} batches after ${warm}, in the bench's process`);
+  progress(`apply: ${what}, ${batches} batches after ${warm}, in the bench's process`);
   const ids = await queueActions(
     bench,
     bench.seeded.campaigns.apply,
@@ -146,7 +182,7 @@ async function measureOneBatch(bench: Bench): Promise<ApplyFigure['oneBatch']> {
       const t0 = performance.now();
       const applied = await applyActions(ctx, batch);
       if (b >= warm) times.push(performance.now() - t0);
-      if (applied.length !== size) throw new Error(`one batch: ${applied.length} of ${size} applied`);
+      if (applied.length !== size) throw new Error(`${what}: ${applied.length} of ${size} applied`);
     }
   } finally {
     await handle.close();
@@ -155,6 +191,6 @@ async function measureOneBatch(bench: Bench): Promise<ApplyFigure['oneBatch']> {
   const meanMs = round(times.reduce((a, b) => a + b, 0) / times.length, 2);
   const p50Ms = round(percentile(times, 50)!, 2);
   const p99Ms = round(percentile(times, 99)!, 2);
-  progress(`apply: one batch of ${size} at a time: mean ${meanMs} ms, p50 ${p50Ms} ms, p99 ${p99Ms} ms`);
+  progress(`apply: ${what}: mean ${meanMs} ms, p50 ${p50Ms} ms, p99 ${p99Ms} ms`);
   return { size, batches, meanMs, p50Ms, p99Ms };
 }

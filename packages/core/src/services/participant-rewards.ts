@@ -1,4 +1,4 @@
-import { campaigns, participantRewards, participants, rewards } from '@stampcard/db';
+import { campaigns, notApprovedByKey, participantRewards, participants, rewards } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../context';
 import { invalidState, notFound } from '../errors';
@@ -143,7 +143,7 @@ export async function approveParticipantReward(
     const [approved] = await db
       .update(participantRewards)
       .set({ approved: true, approvedAt: now })
-      .where(and(eq(participantRewards.id, found.id), eq(participantRewards.approved, false)))
+      .where(and(eq(participantRewards.id, found.id), notApprovedByKey(participantRewards.approved)))
       .returning();
     if (!approved) {
       // Approved (or removed: 404) since it was read; the participant's lock made this request wait for that.
@@ -236,7 +236,7 @@ export async function removeParticipantReward(
         and(
           eq(participantRewards.id, participantRewardId),
           eq(participantRewards.campaignId, campaign.id),
-          eq(participantRewards.approved, false),
+          notApprovedByKey(participantRewards.approved),
         ),
       )
       .returning({

@@ -1,8 +1,8 @@
-import { anyOf, loyaltyActions, queuedByKey, type Tx } from '@stampcard/db';
+import { anyOf, loyaltyActions, statusByKey, type Tx } from '@stampcard/db';
 import { and, asc, eq, inArray } from 'drizzle-orm';
 
 /**
- * The QUEUED actions a writer settles: those of `ids` (read by primary key, `queuedByKey`), or every one of a
+ * The QUEUED actions a writer settles: those of `ids` (read by primary key, `statusByKey`), or every one of a
  * participant (a range of the index of QUEUED actions by participant).
  */
 export type QueuedOf = { ids: readonly string[] } | { campaignId: string; participantId: string };
@@ -22,7 +22,7 @@ export function settleQueuedActions(
 ) {
   const which =
     'ids' in of
-      ? and(anyOf(loyaltyActions.id, of.ids), queuedByKey(loyaltyActions.status))
+      ? and(anyOf(loyaltyActions.id, of.ids), statusByKey(loyaltyActions.status, 'QUEUED'))
       : and(
           eq(loyaltyActions.campaignId, of.campaignId),
           eq(loyaltyActions.participantId, of.participantId),

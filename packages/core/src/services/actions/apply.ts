@@ -72,7 +72,7 @@ export const EARLIER_ACTIONS_MAX = 1000;
  * participant, oldest first, up to `EARLIER_ACTIONS_MAX`: the batch applies them with its own, so that a
  * participant's actions are applied in the order they were accepted (`created_at`, then `id`, which grows
  * within a millisecond: `newActionId`), whichever of their jobs a worker takes first. A statement of its own,
- * before the claim, so the claim keeps its plan (`id = any($1)` by primary key, `queuedByKey`). Plans that do not
+ * before the claim, so the claim keeps its plan (`id = any($1)` by primary key, `statusByKey`). Plans that do not
  * depend on the planner's estimates (a fresh table is unanalysed, and the QUEUED rows come and go): `ids` by key
  * (no `status` test, which would offer the partial index; an id no longer QUEUED only adds its participant),
  * then one range of `loyalty_actions_participant_queued_idx`, the only index of QUEUED rows, per participant.

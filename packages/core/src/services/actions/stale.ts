@@ -1,4 +1,4 @@
-import { anyOf, loyaltyActions, queuedByKey } from '@stampcard/db';
+import { anyOf, loyaltyActions, statusByKey } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
 
@@ -31,9 +31,9 @@ export async function stillQueuedActions(ctx: Ctx, ids: readonly string[]): Prom
   return ids.filter((id) => queued.has(id));
 }
 
-/** `stillQueuedActions`'s statement: `ids` by primary key (`queuedByKey`). Exported for the test that reads its plan. */
+/** `stillQueuedActions`'s statement: `ids` by primary key (`statusByKey`). Exported for the test that reads its plan. */
 export const stillQueuedQuery = (db: Ctx['db'], ids: readonly string[]) =>
   db
     .select({ id: loyaltyActions.id })
     .from(loyaltyActions)
-    .where(and(anyOf(loyaltyActions.id, ids), queuedByKey(loyaltyActions.status)));
+    .where(and(anyOf(loyaltyActions.id, ids), statusByKey(loyaltyActions.status, 'QUEUED')));

@@ -1,4 +1,4 @@
-import { formSubmissions, rewards } from '@stampcard/db';
+import { formSubmissions, rewards, statusByKey } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { invalidState, notFound, validationError } from '../../errors';
@@ -64,7 +64,7 @@ export async function submitRewardForm(
         and(
           eq(formSubmissions.participantId, participant.id),
           eq(formSubmissions.rewardId, reward.id),
-          eq(formSubmissions.status, 'UNREVIEWED'),
+          statusByKey(formSubmissions.status, 'UNREVIEWED'),
         ),
       )
       .limit(1);

@@ -5,7 +5,7 @@ import {
   decoded,
   erasures,
   events,
-  pendingByKey,
+  statusByKey,
   webhookAttempts,
   webhookEndpoints,
   webhookMessages,
@@ -322,7 +322,7 @@ function buildClaims(ranged: boolean) {
     claim: builtOnce(sql`
       update ${webhookMessages} m
       set claimed_until = now() + ${sql.placeholder('leaseMs')}::int * interval '1 millisecond'
-      ${claimedMessages(ranged)} and ${pendingByKey(sql.raw('m.status'))} and ${COMMIT_WITHOUT_FLUSH}
+      ${claimedMessages(ranged)} and ${statusByKey(sql.raw('m.status'), 'PENDING')} and ${COMMIT_WITHOUT_FLUSH}
         and (m.claimed_until is null or m.claimed_until <= now())
       returning m.id, m.generation`),
     release: builtOnce(sql`
@@ -514,7 +514,7 @@ const thisGeneration = (message: DeliveryMessage) =>
     eq(webhookMessages.id, message.id),
     eventAtWithin(webhookMessages.eventAt, [message.eventAt]),
     eq(webhookMessages.generation, message.generation),
-    pendingByKey(webhookMessages.status),
+    statusByKey(webhookMessages.status, 'PENDING'),
   );
 
 /** A 2xx that is not a plain success: ends the endpoint's run of failures or throttles, fulfils a goal. */
@@ -721,7 +721,7 @@ function buildSuccesses(ranged: boolean) {
     ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`, sql`${p('since')}::timestamptz`)}),
     live as (
       select i.message_id from input i join ${webhookMessages} x
-        on x.id = i.message_id and x.generation = i.generation and ${pendingByKey(sql.raw('x.status'))} ${within('x')}
+        on x.id = i.message_id and x.generation = i.generation and ${statusByKey(sql.raw('x.status'), 'PENDING')} ${within('x')}
     ), counted as (
       -- A message that is no longer this PENDING one (replayed, discarded meanwhile) is not updated below:
       -- its pruned rows are counted here, so that no row of one statement is updated twice.
@@ -740,7 +740,7 @@ function buildSuccesses(ranged: boolean) {
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
       updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and ${pendingByKey(sql.raw('m.status'))} ${within('m')}`,
+    where m.id = i.message_id and m.generation = i.generation and ${statusByKey(sql.raw('m.status'), 'PENDING')} ${within('m')}`,
   );
 }
 

@@ -8,6 +8,14 @@ import { and, asc, eq, inArray } from 'drizzle-orm';
 export type QueuedOf = { ids: readonly string[] } | { campaignId: string; participantId: string };
 
 /**
+ * The actions of `ids` that are still QUEUED, read by primary key (`statusByKey`): the one form of that condition,
+ * for the worker's claim and the relay's second look. With the plain `status = 'QUEUED'` the planner may take the
+ * index of QUEUED actions by participant and read the whole backlog for each batch (ledger-plan test).
+ */
+export const queuedByIds = (ids: readonly string[]) =>
+  and(anyOf(loyaltyActions.id, ids), statusByKey(loyaltyActions.status, 'QUEUED'));
+
+/**
  * Moves the QUEUED loyalty actions of `of` out of QUEUED (`set`: APPLIED, or REJECTED with its reason), inside
  * the caller's transaction. Their rows are locked first, in id order: the order every writer of the ledger
  * locks them in (the worker's batch, a participant's removal), so that two of them never deadlock, and an action
@@ -22,7 +30,7 @@ export function settleQueuedActions(
 ) {
   const which =
     'ids' in of
-      ? and(anyOf(loyaltyActions.id, of.ids), statusByKey(loyaltyActions.status, 'QUEUED'))
+      ? queuedByIds(of.ids)
       : and(
           eq(loyaltyActions.campaignId, of.campaignId),
           eq(loyaltyActions.participantId, of.participantId),

@@ -1,6 +1,7 @@
-import { anyOf, loyaltyActions, statusByKey } from '@stampcard/db';
+import { loyaltyActions } from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import type { Ctx } from '../../context';
+import { queuedByIds } from '../queued-actions';
 
 /** Accepted actions still QUEUED and older than `graceMs`: what the relay makes sure is in the queue. */
 export async function findStaleQueuedActions(ctx: Ctx, graceMs: number, limit = 1000): Promise<string[]> {
@@ -31,9 +32,6 @@ export async function stillQueuedActions(ctx: Ctx, ids: readonly string[]): Prom
   return ids.filter((id) => queued.has(id));
 }
 
-/** `stillQueuedActions`'s statement: `ids` by primary key (`statusByKey`). Exported for the test that reads its plan. */
+/** `stillQueuedActions`'s statement: `ids` by primary key (`queuedByIds`). Exported for the test that reads its plan. */
 export const stillQueuedQuery = (db: Ctx['db'], ids: readonly string[]) =>
-  db
-    .select({ id: loyaltyActions.id })
-    .from(loyaltyActions)
-    .where(and(anyOf(loyaltyActions.id, ids), statusByKey(loyaltyActions.status, 'QUEUED')));
+  db.select({ id: loyaltyActions.id }).from(loyaltyActions).where(queuedByIds(ids));

@@ -1,4 +1,11 @@
-import { campaigns, notApprovedByKey, participantRewards, participants, rewards } from '@stampcard/db';
+import {
+  campaigns,
+  notApprovedByKey,
+  participantRewards,
+  participants,
+  rewards,
+  type Tx,
+} from '@stampcard/db';
 import { and, asc, eq, sql } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../context';
 import { invalidState, notFound } from '../errors';
@@ -117,6 +124,38 @@ async function campaignReward(ctx: Ctx, campaignId: string, id: string): Promise
 }
 
 /**
+ * The approval's write: reward `id`, if it is not approved yet, read by primary key (`notApprovedByKey`): with the
+ * plain `approved = false` the planner may read every reward that waits through the console's waiting index
+ * (waiting-plan test, which reads this statement's plan). Answers the approved row.
+ */
+export const approvalStatement = (db: Tx, id: string, at: Date) =>
+  db
+    .update(participantRewards)
+    .set({ approved: true, approvedAt: at })
+    .where(and(eq(participantRewards.id, id), notApprovedByKey(participantRewards.approved)))
+    .returning();
+
+/**
+ * The removal's write: reward `id` of the campaign, if it is not approved yet, read by primary key as the
+ * approval's is (`approvalStatement`). Answers what the removal records.
+ */
+export const removalStatement = (db: Tx, campaignId: string, id: string) =>
+  db
+    .delete(participantRewards)
+    .where(
+      and(
+        eq(participantRewards.id, id),
+        eq(participantRewards.campaignId, campaignId),
+        notApprovedByKey(participantRewards.approved),
+      ),
+    )
+    .returning({
+      id: participantRewards.id,
+      rewardId: participantRewards.rewardId,
+      participantId: participantRewards.participantId,
+    });
+
+/**
  * Approves a reward waiting for manual approval, in one transaction: the reward (`approved`, `approvedAt`),
  * the participant's approved reward count, the campaign's `winnerCount` when it is the participant's first
  * approved reward, and `PARTICIPANT_REACHED_A_GOAL` (as the apply path writes it, so FULFILMENT endpoints get
@@ -140,11 +179,7 @@ export async function approveParticipantReward(
       .from(participants)
       .where(eq(participants.id, found.participantId))
       .for('update');
-    const [approved] = await db
-      .update(participantRewards)
-      .set({ approved: true, approvedAt: now })
-      .where(and(eq(participantRewards.id, found.id), notApprovedByKey(participantRewards.approved)))
-      .returning();
+    const [approved] = await approvalStatement(db, found.id, now);
     if (!approved) {
       // Approved (or removed: 404) since it was read; the participant's lock made this request wait for that.
       await campaignReward(tx, campaign.id, participantRewardId);
@@ -230,20 +265,7 @@ export async function removeParticipantReward(
       .from(participants)
       .where(eq(participants.id, found.participantId))
       .for('update');
-    const [removed] = await tx.db
-      .delete(participantRewards)
-      .where(
-        and(
-          eq(participantRewards.id, participantRewardId),
-          eq(participantRewards.campaignId, campaign.id),
-          notApprovedByKey(participantRewards.approved),
-        ),
-      )
-      .returning({
-        id: participantRewards.id,
-        rewardId: participantRewards.rewardId,
-        participantId: participantRewards.participantId,
-      });
+    const [removed] = await removalStatement(tx.db, campaign.id, participantRewardId);
     if (!removed) {
       await campaignReward(tx, campaign.id, participantRewardId);
       throw invalidState(

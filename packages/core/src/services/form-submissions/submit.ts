@@ -1,4 +1,4 @@
-import { formSubmissions, rewards, statusByKey } from '@stampcard/db';
+import { formSubmissions, rewards, statusByKey, type Tx } from '@stampcard/db';
 import { and, eq } from 'drizzle-orm';
 import { type Ctx, unitOfWork } from '../../context';
 import { invalidState, notFound, validationError } from '../../errors';
@@ -15,6 +15,24 @@ import {
 import type { FormSubmissionView } from '../../views';
 import { recordEvents } from '../events';
 import { lockParticipant } from '../participants/lookup';
+
+/**
+ * The participant's submission for the reward still waiting for review, if any: read through that participant's
+ * submissions (`statusByKey`), not the console's index of every form that waits, which the planner may take with
+ * the plain `status = 'UNREVIEWED'` (waiting-plan test, which reads this statement's plan).
+ */
+export const waitingFormQuery = (db: Tx, participantId: string, rewardId: string) =>
+  db
+    .select({ id: formSubmissions.id })
+    .from(formSubmissions)
+    .where(
+      and(
+        eq(formSubmissions.participantId, participantId),
+        eq(formSubmissions.rewardId, rewardId),
+        statusByKey(formSubmissions.status, 'UNREVIEWED'),
+      ),
+    )
+    .limit(1);
 
 /** A submission as it changed. */
 export type FormSubmissionChange = { formSubmission: FormSubmissionView };
@@ -57,17 +75,7 @@ export async function submitRewardForm(
     }
     const issues = checkFormData(fields, reward.submissionFormMessages, input.formData);
     if (issues.length > 0) throw validationError(issues, 'The form is not complete');
-    const [waiting] = await tx.db
-      .select({ id: formSubmissions.id })
-      .from(formSubmissions)
-      .where(
-        and(
-          eq(formSubmissions.participantId, participant.id),
-          eq(formSubmissions.rewardId, reward.id),
-          statusByKey(formSubmissions.status, 'UNREVIEWED'),
-        ),
-      )
-      .limit(1);
+    const [waiting] = await waitingFormQuery(tx.db, participant.id, reward.id);
     if (waiting) {
       throw invalidState(
         reward.submissionFormMessages?.alreadySubmitted || DEFAULT_FORM_MESSAGES.alreadySubmitted,

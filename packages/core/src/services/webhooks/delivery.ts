@@ -681,8 +681,9 @@ export type Success = {
 
 /**
  * Plain successes, however many, in one statement: each attempt recorded, its message's log kept bounded
- * (`pruneBeforeAttempt`), and its message marked SUCCEEDED (if it is still that generation's PENDING message). Atomic without a transaction's extra round trips, with
- * one statement text whatever the number (each column is one array parameter).
+ * (`pruneBeforeAttempt`), and its message marked SUCCEEDED (if it is still that generation's PENDING message).
+ * Atomic without a transaction's extra round trips, with one statement text whatever the number (each column is
+ * one array parameter).
  */
 export async function recordSuccesses(ctx: Ctx, list: readonly Success[]): Promise<Released[]> {
   if (list.length === 0) return [];
@@ -721,7 +722,8 @@ function buildSuccesses(ranged: boolean) {
     ), pruned as (${pruneBeforeAttempt(sql`select message_id from input`, sql`${p('since')}::timestamptz`)}),
     live as (
       select i.message_id from input i join ${webhookMessages} x
-        on x.id = i.message_id and x.generation = i.generation and ${statusByKey(sql.raw('x.status'), 'PENDING')} ${within('x')}
+        on x.id = i.message_id and x.generation = i.generation
+          and ${statusByKey(sql.raw('x.status'), 'PENDING')} ${within('x')}
     ), counted as (
       -- A message that is no longer this PENDING one (replayed, discarded meanwhile) is not updated below:
       -- its pruned rows are counted here, so that no row of one statement is updated twice.
@@ -740,7 +742,8 @@ function buildSuccesses(ranged: boolean) {
       last_status_code = i.status_code, last_error = null, succeeded_at = i.attempted_at, claimed_until = null,
       updated_at = i.attempted_at
     from input i
-    where m.id = i.message_id and m.generation = i.generation and ${statusByKey(sql.raw('m.status'), 'PENDING')} ${within('m')}`,
+    where m.id = i.message_id and m.generation = i.generation
+      and ${statusByKey(sql.raw('m.status'), 'PENDING')} ${within('m')}`,
   );
 }
 

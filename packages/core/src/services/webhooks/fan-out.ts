@@ -156,7 +156,8 @@ export function fanOutStatement(at: Date, eventIds?: string[]): SQL {
       select ${ID_PREFIXES.webhookMessage} || case
           -- An event id that carries its time gives it to the message's (see \`idTime\`): the partition of both.
           when length(t.event_id) = ${ID_PREFIXES.event.length + TIMED_EVENT_LENGTH}
-            then substr(t.event_id, ${ID_PREFIXES.event.length + 1}, ${TIME_WIDTH}) || substr(t.hash, 1, ${TIMED_MESSAGE_LENGTH - TIME_WIDTH})
+            then substr(t.event_id, ${ID_PREFIXES.event.length + 1}, ${TIME_WIDTH})
+              || substr(t.hash, 1, ${TIMED_MESSAGE_LENGTH - TIME_WIDTH})
           else substr(t.hash, 1, 24) end,
         t.endpoint_id, t.campaign_id, t.event_id, t.participant_id, t.sequence, t.ordered, t.type, 'PENDING',
         case when t.waits then ${WAITING_AT.toISOString()}::timestamptz else ${now}::timestamptz end,

@@ -11,7 +11,8 @@ import type { Health } from './health';
 import { promotedOnly } from './heap';
 import type { ClosedLoopResult } from './load';
 import { type ProcessMemory, ROOT } from './service';
-import type { Settings } from './settings';
+import type { FigureName, Settings } from './settings';
+import type { FigureStatements } from './statements';
 import { round } from './util';
 
 export type Figures = {
@@ -139,6 +140,8 @@ export function writeResults(run: {
   machine: Machine;
   serviceEnv: Record<string, string>;
   figures: Figures;
+  /** `--statements`: each figure's statements (bench/statements.ts). */
+  statements?: Partial<Record<FigureName, FigureStatements>>;
   health: Health;
   errors: string[];
 }): string {
@@ -156,6 +159,7 @@ export function writeResults(run: {
     targets: TARGETS,
     met: targetsMet(run.figures),
     figures: run.figures,
+    ...(run.statements ? { statements: run.statements } : {}),
     health: run.health,
     errors: run.errors,
   };

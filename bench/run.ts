@@ -1,6 +1,6 @@
 /**
- * `npm run bench [-- --quick] [-- --api-processes N --workers M --dispatchers D] [-- --redis-cluster]`: Stampcard's
- * performance reference.
+ * `npm run bench [-- --quick] [-- --api-processes N --workers M --dispatchers D] [-- --redis-cluster] [-- --statements]`:
+ * Stampcard's performance reference.
  *
  * On a database and a Redis prefix of its own, it runs the service as production does (migrations, then the
  * API, worker and dispatcher each in a process of its own, NODE_ENV=production) and measures, each beside a
@@ -30,7 +30,14 @@ import { type Health, healthLine, healthOf } from './health';
 import { type Figures, machine, ratiosLine, summary, writeResults } from './report';
 import { seed } from './seed';
 import { ServiceRunner } from './service';
-import { readSettings } from './settings';
+import { type FigureName, readSettings } from './settings';
+import {
+  type FigureStatements,
+  readStatements,
+  resetStatements,
+  statementLines,
+  statementsUnavailable,
+} from './statements';
 import { progress, round, within } from './util';
 
 const argv = process.argv.slice(2);
@@ -87,6 +94,7 @@ const watchdog = setTimeout(() => {
 
 const startedAt = new Date();
 const figures: Figures = {};
+const statements: Partial<Record<FigureName, FigureStatements>> = {};
 const errors: string[] = [];
 let services: ServiceRunner | null = null;
 let machineInfo = machine('unknown', 'unknown');
@@ -172,13 +180,28 @@ try {
     token,
   };
 
+  if (settings.statements) {
+    const why = await statementsUnavailable(sql);
+    if (why) throw new Error(`--statements: ${why}`);
+  }
+  /** One figure, with the statements the run's database executed meanwhile when `--statements` asks. */
+  const measure = async <F>(name: FigureName, run: () => Promise<F>): Promise<F> => {
+    if (settings.statements) await resetStatements(sql);
+    const figure = await run();
+    if (settings.statements) {
+      const read = await readStatements(sql);
+      statements[name] = read;
+      for (const line of statementLines(name, read)) progress(line);
+    }
+    return figure;
+  };
   const wanted = new Set(settings.only);
-  if (wanted.has('ingest')) figures.ingest = await measureIngest(bench);
-  if (wanted.has('apply')) figures.apply = await measureApply(bench);
-  if (wanted.has('dispatch')) figures.dispatch = await measureDispatch(bench);
-  if (wanted.has('e2e')) figures.e2e = await measureE2e(bench);
-  if (wanted.has('ordered')) figures.ordered = await measureE2e(bench, true);
-  if (wanted.has('storage')) figures.storage = await measureStorage(bench);
+  if (wanted.has('ingest')) figures.ingest = await measure('ingest', () => measureIngest(bench));
+  if (wanted.has('apply')) figures.apply = await measure('apply', () => measureApply(bench));
+  if (wanted.has('dispatch')) figures.dispatch = await measure('dispatch', () => measureDispatch(bench));
+  if (wanted.has('e2e')) figures.e2e = await measure('e2e', () => measureE2e(bench));
+  if (wanted.has('ordered')) figures.ordered = await measure('ordered', () => measureE2e(bench, true));
+  if (wanted.has('storage')) figures.storage = await measure('storage', () => measureStorage(bench));
 } catch (err) {
   const message = err instanceof Error ? err.message : String(err);
   errors.push(message);
@@ -206,6 +229,7 @@ const file = writeResults({
   machine: machineInfo,
   serviceEnv: reported,
   figures,
+  statements: settings.statements ? statements : undefined,
   health,
   errors,
 });

@@ -27,6 +27,11 @@ export type Settings = {
   storage: { rate: number; durationS: number };
   /** The figures to measure: every one unless `--only` names some. */
   only: FigureName[];
+  /**
+   * `--statements`: after each figure, the statements the run's database executed during it, from
+   * `pg_stat_statements` (which PostgreSQL must preload; the run stops at once if it cannot be read).
+   */
+  statements: boolean;
   /** How often each service process's memory is read, in ms. */
   rssSampleMs: number;
   /** The whole run is abandoned (and cleaned up) after this long, in ms. */
@@ -34,7 +39,7 @@ export type Settings = {
 };
 
 const USAGE =
-  'usage: npm run bench -- [--quick] [--api-processes N] [--workers M] [--dispatchers D] [--redis-cluster] [--only ingest,apply,dispatch,e2e,ordered,storage]';
+  'usage: npm run bench -- [--quick] [--api-processes N] [--workers M] [--dispatchers D] [--redis-cluster] [--only ingest,apply,dispatch,e2e,ordered,storage] [--statements]';
 
 /** The figures a run measures, in the order it measures them. */
 export const FIGURES = ['ingest', 'apply', 'dispatch', 'e2e', 'ordered', 'storage'] as const;
@@ -58,6 +63,7 @@ export function readSettings(argv = process.argv.slice(2)): Settings {
       dispatchers: { type: 'string' },
       'redis-cluster': { type: 'boolean', default: false },
       only: { type: 'string' },
+      statements: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -71,6 +77,7 @@ export function readSettings(argv = process.argv.slice(2)): Settings {
   return {
     mode: quick ? 'quick' : 'full',
     only: figuresOf(values.only),
+    statements: values.statements === true,
     apiProcesses: count('api-processes', values['api-processes'], 1),
     workers: count('workers', values.workers, 1),
     dispatchers: count('dispatchers', values.dispatchers, 1),

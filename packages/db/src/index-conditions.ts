@@ -13,13 +13,14 @@ import { type AnyColumn, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
  * the statements that state it (`packages/core/test/fan-out-plan.test.ts` reads the plans).
  */
 
-/** A status that a partial index's predicate names (`status = '…'`). */
-export type IndexedStatus = 'PENDING' | 'QUEUED' | 'UNREVIEWED';
+/** A status that a partial index's predicate names (`status = '…'`, or `state`, `backlog_state`). */
+export type IndexedStatus = 'PENDING' | 'QUEUED' | 'UNREVIEWED' | 'RUNNING';
 
 /**
  * `status = value`, written `(status || '') = value`: it matches no partial index whose predicate is the plain
  * comparison (every pending message's, by due time or by endpoint; every QUEUED action's, by participant or by
- * request hash; every form submission waiting for review), so a statement that names its rows by key reads them
+ * request hash; every form submission waiting for review; every erasure and every endpoint's backlog operation
+ * RUNNING, for the relay's sweep), so a statement that names its rows by key reads them
  * by that key. With the plain comparison, a claim of 16 messages read 10,000 pending ones after a replay, and the
  * worker's claim of a batch of 32 read every QUEUED action of a backlog of 5,000 (its time growing with the
  * backlog: 6, 26 and 108 ms at 10,000, 50,000 and 200,000 against 3-4 ms by key). `status` is the column, or an

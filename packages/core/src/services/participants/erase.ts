@@ -4,6 +4,8 @@ import {
   erasures,
   events,
   scrubIdempotentAnswers,
+  statusByKey,
+  type Tx,
   webhookAttempts,
   webhookMessages,
 } from '@stampcard/db';
@@ -59,7 +61,7 @@ export const runningErasureOfEvent = runningErasureOf(events.data);
 export function runningErasureOf(data: SQLWrapper) {
   return and(
     eq(erasures.participantId, sql`(${data} #>> '{participant,id}')`),
-    eq(erasures.state, 'RUNNING'),
+    statusByKey(erasures.state, 'RUNNING'),
   );
 }
 
@@ -102,6 +104,25 @@ export async function startErasure(
 }
 
 /**
+ * The erasure a step is the next batch of, locked: read by its participant's key (`statusByKey`), not through
+ * the index of every RUNNING erasure, which the planner takes with the plain `state = 'RUNNING'` when its
+ * statistics were taken while none ran, and then reads them all for each step of a mass deletion
+ * (running-plan test, which reads this statement's plan).
+ */
+export const erasureOfStep = (db: Tx, step: ErasureStep) =>
+  db
+    .select()
+    .from(erasures)
+    .where(
+      and(
+        eq(erasures.participantId, step.participantId),
+        eq(erasures.batches, step.batch),
+        statusByKey(erasures.state, 'RUNNING'),
+      ),
+    )
+    .for('update');
+
+/**
  * Runs one batch of an erasure (a `participant-erasure.run` job), in its own short unit of work, which holds
  * the `erasures` row locked. A step that is not the erasure's next one does nothing.
  */
@@ -111,17 +132,7 @@ export async function runErasureStep(
   limit = ERASE_BATCH,
 ): Promise<ErasureBatch> {
   return unitOfWork(ctx, async (tx) => {
-    const [row] = await tx.db
-      .select()
-      .from(erasures)
-      .where(
-        and(
-          eq(erasures.participantId, step.participantId),
-          eq(erasures.batches, step.batch),
-          eq(erasures.state, 'RUNNING'),
-        ),
-      )
-      .for('update');
+    const [row] = await erasureOfStep(tx.db, step);
     return row ? erasureBatch(tx, row, limit) : { ran: false, events: 0, answers: 0, next: null };
   });
 }

@@ -1,5 +1,7 @@
 import {
   type BacklogKind,
+  statusByKey,
+  type Tx,
   webhookAttempts,
   webhookEndpoints,
   webhookMessages,
@@ -232,24 +234,32 @@ async function progress(
 }
 
 /**
+ * The endpoint a step is the next batch of, locked: read by its key (`statusByKey`), not through the index of
+ * every RUNNING backlog operation, which the planner may take with the plain `backlog_state = 'RUNNING'` and
+ * then read them all for each step (running-plan test, which reads this statement's plan).
+ */
+export const backlogOfStep = (db: Tx, step: BacklogStep) =>
+  db
+    .select()
+    .from(webhookEndpoints)
+    .where(
+      and(
+        eq(webhookEndpoints.id, step.endpointId),
+        eq(webhookEndpoints.backlogOperation, step.operation),
+        eq(webhookEndpoints.backlogBatches, step.batch),
+        statusByKey(webhookEndpoints.backlogState, 'RUNNING'),
+      ),
+    )
+    .for('update');
+
+/**
  * Runs one batch of a backlog operation (a `webhook-backlog.run` job), in its own transaction. A step that is
  * not the operation's next one (its job ran twice, or the operation was superseded or ended) does nothing.
  */
 export async function runBacklogStep(ctx: Ctx, step: BacklogStep, limit: number): Promise<BacklogBatch> {
   return ctx.db.transaction(async (db) => {
     const tx = { ...ctx, db };
-    const [ep] = await tx.db
-      .select()
-      .from(webhookEndpoints)
-      .where(
-        and(
-          eq(webhookEndpoints.id, step.endpointId),
-          eq(webhookEndpoints.backlogOperation, step.operation),
-          eq(webhookEndpoints.backlogBatches, step.batch),
-          eq(webhookEndpoints.backlogState, 'RUNNING'),
-        ),
-      )
-      .for('update');
+    const [ep] = await backlogOfStep(tx.db, step);
     return ep ? backlogBatch(tx, ep, limit) : STALE;
   });
 }

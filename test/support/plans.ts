@@ -1,4 +1,12 @@
-import { type BuiltOnce, builtOnce, clientOf, type Database, type Tx } from '@stampcard/db';
+import {
+  type BuiltOnce,
+  builtOnce,
+  clientOf,
+  type Database,
+  events,
+  type Tx,
+  webhookMessages,
+} from '@stampcard/db';
 import { type Query, type SQL, sql } from 'drizzle-orm';
 import type { Sql } from 'postgres';
 
@@ -88,4 +96,36 @@ export async function indexFamily(db: Database, name: string): Promise<Set<strin
     select c.relname from pg_inherits i join pg_class c on c.oid = i.inhrelid
     where i.inhparent = ${name}::regclass`);
   return new Set(rows.map((r) => r.name));
+}
+
+/**
+ * A burst: `count` events (`LOYALTY_ACTION_APPLIED`) recorded in one moment, each of participant
+ * `<participantPrefix><n>`, and a PENDING message of each to `endpointId`. Ids `evt_<tag>_00001`… and
+ * `msg_<tag>_00001`… (no time in them: the legacy partitions). Answers the first `take` messages' ids, in order.
+ */
+export async function burstOfMessages(
+  db: Tx,
+  o: {
+    campaignId: string;
+    endpointId: string;
+    count: number;
+    tag: string;
+    participantPrefix: string;
+    take: number;
+  },
+): Promise<string[]> {
+  const tagged = (kind: string) => `${kind}_${o.tag}_`;
+  await db.execute(sql`
+    with made as (
+      insert into ${events} (id, campaign_id, type, data, created_at)
+      select ${tagged('evt')} || lpad(g::text, 5, '0'), ${o.campaignId}, 'LOYALTY_ACTION_APPLIED',
+        jsonb_build_object('participant', jsonb_build_object('id', ${o.participantPrefix} || g)), now()
+      from generate_series(1, ${o.count}::int) g
+      returning id, created_at)
+    insert into ${webhookMessages}
+      (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at, event_at)
+    select ${tagged('msg')} || right(id, 5), ${o.endpointId}, ${o.campaignId}, id, 'LOYALTY_ACTION_APPLIED',
+      'PENDING', now(), now(), now(), created_at
+    from made`);
+  return Array.from({ length: o.take }, (_, i) => `${tagged('msg')}${String(i + 1).padStart(5, '0')}`);
 }

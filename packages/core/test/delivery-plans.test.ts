@@ -12,7 +12,7 @@ import { events, webhookMessages } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
-import { planOf, rowsRead } from '../../../test/support/plans';
+import { burstOfMessages, planOf, rowsRead } from '../../../test/support/plans';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -84,19 +84,14 @@ describe("the dispatcher's statements, against statistics taken before a replay"
     // message of each, to deliver.
     await ctx.db.execute(sql`analyze ${events}`);
     await ctx.db.execute(sql`analyze ${webhookMessages}`);
-    await ctx.db.execute(sql`
-      with made as (
-        insert into ${events} (id, campaign_id, type, data, created_at)
-        select 'evt_plan_' || lpad(g::text, 5, '0'), ${w.campaign.id}, 'LOYALTY_ACTION_APPLIED',
-          jsonb_build_object('participant', jsonb_build_object('id', 'par_plan_' || g)), now()
-        from generate_series(1, 3000) g
-        returning id, created_at)
-      insert into ${webhookMessages}
-        (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at, event_at)
-      select 'msg_load_' || substr(id, 10), ${endpointId}, ${w.campaign.id}, id, 'LOYALTY_ACTION_APPLIED', 'PENDING',
-        now(), now(), now(), created_at
-      from made`);
-    const ids = Array.from({ length: 64 }, (_, i) => `msg_load_${String(i + 1).padStart(5, '0')}`);
+    const ids = await burstOfMessages(ctx.db, {
+      campaignId: w.campaign.id,
+      endpointId,
+      count: 3000,
+      tag: 'load',
+      participantPrefix: 'par_plan_',
+      take: 64,
+    });
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.

@@ -1,9 +1,9 @@
 import { backlogOfStep, type Ctx, deliveryStatement, erasureOfStep, systemClock } from '@stampcard/core';
-import { erasures, events, webhookEndpoints, webhookMessages } from '@stampcard/db';
+import { erasures, webhookEndpoints } from '@stampcard/db';
 import { and, eq, sql } from 'drizzle-orm';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
-import { indexesRead, planAsRun, planOf, rowsRead } from '../../../test/support/plans';
+import { burstOfMessages, indexesRead, planAsRun, planOf, rowsRead } from '../../../test/support/plans';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -89,19 +89,14 @@ describe('look-ups of one running erasure or backlog operation, with statistics 
       accountId: world.account.id,
       campaignId: world.campaign.id,
     });
-    await ctx.db.execute(sql`
-      with made as (
-        insert into ${events} (id, campaign_id, type, data, created_at)
-        select 'evt_erasing_' || lpad(g::text, 5, '0'), ${world.campaign.id}, 'LOYALTY_ACTION_APPLIED',
-          jsonb_build_object('participant', jsonb_build_object('id', 'par_running_' || g)), now()
-        from generate_series(1, 64) g
-        returning id, created_at)
-      insert into ${webhookMessages}
-        (id, endpoint_id, campaign_id, event_id, event_type, status, next_attempt_at, created_at, updated_at, event_at)
-      select 'msg_erasing_' || substr(id, 13), ${endpointId}, ${world.campaign.id}, id, 'LOYALTY_ACTION_APPLIED',
-        'PENDING', now(), now(), now(), created_at
-      from made`);
-    const ids = Array.from({ length: 64 }, (_, i) => `msg_erasing_${String(i + 1).padStart(5, '0')}`);
+    const ids = await burstOfMessages(ctx.db, {
+      campaignId: world.campaign.id,
+      endpointId,
+      count: 64,
+      tag: 'erasing',
+      participantPrefix: 'par_running_',
+      take: 64,
+    });
     // Each message's erasure by its participant's key: 64 look-ups (each one found), not every erasure that runs.
     const plan = await planOf(ctx.db, deliveryStatement(ids));
     expect(indexesRead(plan)).not.toContain('erasures_running_idx');

@@ -2,10 +2,11 @@
  * `npm run bench:partition-migration [-- --rows N]`: how long the partitioning migrations hold an existing
  * database. A database of its own is migrated up to 0022, given N rows (1,000,000 by default) in each of
  * `events`, `webhook_messages`, `webhook_attempts`, `audit_log` and `idempotency_keys` (a day of keys),
- * vacuumed, then migrated through 0024 (0023 partitions the first four), timed, then through 0025 (the keys),
- * timed. Each migration is one transaction holding the tables it changes: its time is their downtime (the API
- * answers 503 for what needs them meanwhile, after its statement timeout). Prints one line per step and
- * `partition-migration: rows=<N> seconds=<0023 and 0024> idempotencySeconds=<0025>`.
+ * vacuumed, then migrated through 0024 (0023 partitions the first four), timed, then through 0030 (0025
+ * partitions the keys), timed, then the rest (0031 builds the fan-out's two indexes again), timed. Each migration
+ * is one transaction holding the tables it changes: its time is their downtime (the API answers 503 for what needs
+ * them meanwhile, after its statement timeout). Prints one line per step and
+ * `partition-migration: rows=<N> seconds=<0023 and 0024> idempotencySeconds=<0025-0030> fanOutIndexSeconds=<0031>`.
  */
 import { rmSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -27,6 +28,7 @@ await createDatabase(admin, name);
 const sql = connectPostgres(url, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
 const before = migrationsBefore('0023_partitions');
 const beforeKeys = migrationsBefore('0025_idempotency_partitions');
+const beforeFanOut = migrationsBefore('0031_fan_out_indexes');
 try {
   await migrate(drizzle(sql), { migrationsFolder: before });
   progress(`migrated to 0022; seeding ${rows.toLocaleString('en')} rows in each of five tables`);
@@ -69,19 +71,25 @@ try {
   await migrate(drizzle(sql), { migrationsFolder: beforeKeys });
   const seconds = round((performance.now() - migrating) / 1000, 2);
   const migratingKeys = performance.now();
-  await migrate(drizzle(sql), { migrationsFolder });
+  await migrate(drizzle(sql), { migrationsFolder: beforeFanOut });
   const keySeconds = round((performance.now() - migratingKeys) / 1000, 2);
+  const migratingFanOut = performance.now();
+  await migrate(drizzle(sql), { migrationsFolder });
+  const fanOutSeconds = round((performance.now() - migratingFanOut) / 1000, 2);
   const [check] = await sql<{ n: string }[]>`select count(*)::text as n from events`;
   const [keys] = await sql<{ n: string }[]>`select count(*)::text as n from idempotency_keys`;
   if (Number(check!.n) !== rows || Number(keys!.n) !== rows)
     throw new Error(`events holds ${check!.n} rows and keys ${keys!.n} after the migrations, not ${rows}`);
   progress(
-    `migrations 0023-0024 on ${rows.toLocaleString('en')} rows a table: ${seconds} s; 0025 and later on as many keys: ${keySeconds} s; every row still there`,
+    `migrations 0023-0024 on ${rows.toLocaleString('en')} rows a table: ${seconds} s; 0025-0030 on as many keys: ${keySeconds} s; 0031 and later (the fan-out's indexes of events and messages): ${fanOutSeconds} s; every row still there`,
   );
-  console.log(`partition-migration: rows=${rows} seconds=${seconds} idempotencySeconds=${keySeconds}`);
+  console.log(
+    `partition-migration: rows=${rows} seconds=${seconds} idempotencySeconds=${keySeconds} fanOutIndexSeconds=${fanOutSeconds}`,
+  );
 } finally {
   rmSync(before, { recursive: true, force: true });
   rmSync(beforeKeys, { recursive: true, force: true });
+  rmSync(beforeFanOut, { recursive: true, force: true });
   await sql.end({ timeout: 5 });
   await dropDatabase(admin, name);
 }

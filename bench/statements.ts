@@ -1,10 +1,10 @@
 import type postgres from 'postgres';
+import { round } from './util';
 
 /**
  * PostgreSQL's own account of each figure (`npm run bench -- --statements`): what the run's database executed
  * while the figure was measured, its baselines and set-up included but not the bench's VACUUM and CHECKPOINT
- * between phases, from `pg_stat_statements`, the statements
- * that took the most time first. Only this database's statistics are reset and read, so a server shared with
+ * between phases, from `pg_stat_statements`, the statements that took the most time first. Only this database's statistics are reset and read, so a server shared with
  * other work keeps its own. Statement texts are PostgreSQL's normalised ones (`$1` for every value): no value a
  * request carried is in them.
  */
@@ -73,19 +73,18 @@ export async function readStatements(sql: postgres.Sql, top = TOP): Promise<Figu
     where dbid = ${thisDatabase(sql)} and query !~* ${SETTLE}`;
   const totalMs = rows.reduce((n, r) => n + r.total_ms, 0);
   const calls = rows.reduce((n, r) => n + Number(r.calls), 0);
-  const round = (n: number) => Math.round(n * 1000) / 1000;
   const listed = rows
     .sort((a, b) => b.total_ms - a.total_ms)
     .slice(0, top)
     .map((r) => ({
       query: foldQuery(r.query),
       calls: Number(r.calls),
-      totalMs: round(r.total_ms),
-      meanMs: round(r.total_ms / Math.max(1, Number(r.calls))),
+      totalMs: round(r.total_ms, 3),
+      meanMs: round(r.total_ms / Math.max(1, Number(r.calls)), 3),
       rows: Number(r.rows),
-      share: totalMs > 0 ? round(r.total_ms / totalMs) : 0,
+      share: totalMs > 0 ? round(r.total_ms / totalMs, 3) : 0,
     }));
-  return { top: listed, calls, totalMs: round(totalMs) };
+  return { top: listed, calls, totalMs: round(totalMs, 3) };
 }
 
 /** A figure's statements as lines for the terminal. */

@@ -10,7 +10,7 @@ import { type AnyColumn, type SQL, type SQLWrapper, sql } from 'drizzle-orm';
  * 16 messages read 10,000). So an index of rows in flight that only one kind of statement should read has a
  * predicate only that statement states, and a statement that names its rows by key states its condition in a
  * form no such predicate matches. Each condition is written here once, for the index that declares it and for
- * the statements that state it (`packages/core/test/fan-out-plan.test.ts` reads the plans).
+ * the statements that state it (`packages/core/test/*-plan*.test.ts` read the plans).
  */
 
 /** A status that a partial index's predicate names (`status = '…'`, or `state`, `backlog_state`). */

@@ -12,6 +12,7 @@ import {
   sleep,
   until,
   useChaosStack,
+  whyStuck,
 } from './support';
 
 /**
@@ -72,6 +73,7 @@ describe('chaos: PostgreSQL restarted and frozen under load', () => {
         (await ledgerFigures(stack.sql, p.campaignId, result.accepted, result.uncertain)).queued === 0,
       120_000,
       'every accepted action applied',
+      () => whyStuck(stack, p.campaignId),
     );
     const figures = await ledgerFigures(stack.sql, p.campaignId, result.accepted, result.uncertain);
     const backConsole = await probeConsole(stack, cookie);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chaosProgram, ledgerFigures, load, report, until, useChaosStack } from './support';
+import { chaosProgram, ledgerFigures, load, report, until, useChaosStack, whyStuck } from './support';
 
 /**
  * Scenario 5: 1,000 actions at once for one participant on a `limit: 1` reward, and 1,000 at once from 1,000
@@ -35,6 +35,7 @@ describe('chaos: concurrent actions racing reward limits', () => {
       async () => (await ledgerFigures(stack.sql, p.campaignId, accepted)).queued === 0,
       120_000,
       'every racing action applied',
+      () => whyStuck(stack, p.campaignId),
     );
     const figures = await ledgerFigures(stack.sql, p.campaignId, accepted);
     const [limited] = await stack.sql<{ n: number }[]>`

@@ -11,6 +11,7 @@ import {
   sleep,
   until,
   useChaosStack,
+  whyStuck,
 } from './support';
 
 /**
@@ -96,6 +97,7 @@ describe('chaos: Redis emptied and stopped under load', () => {
         (await ledgerFigures(stack.sql, p.campaignId, result.accepted, result.uncertain)).queued === 0,
       120_000,
       'every accepted action applied',
+      () => whyStuck(stack, p.campaignId),
     );
     const figures = await ledgerFigures(stack.sql, p.campaignId, result.accepted, result.uncertain);
     report('redis', {

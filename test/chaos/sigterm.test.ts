@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { startReceiver } from '../support/receiver';
-import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack } from './support';
+import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack, whyStuck } from './support';
 
 /**
  * Scenario 6: SIGTERM to every process while actions arrive and webhooks go out. Each process stops within
@@ -50,6 +50,7 @@ describe('chaos: SIGTERM to every process under load', () => {
         async () => (await ledgerFigures(stack.sql, p.campaignId, result.accepted)).queued === 0,
         120_000,
         'every accepted action applied',
+        () => whyStuck(stack, p.campaignId),
       );
       const figures = await ledgerFigures(stack.sql, p.campaignId, result.accepted);
       await until(

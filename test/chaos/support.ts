@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
+import { Redis } from 'ioredis';
 import type postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { client, operatorProgram, overHttp } from '../support/client';
@@ -28,6 +29,8 @@ export type ChaosStack = {
   readonly token: string;
   readonly prefix: string;
   readonly databaseUrl: string;
+  /** The Redis its roles use (a scenario's own, or the shared one). */
+  readonly redisUrl: string;
   /** A connection of the scenario's own to its database, for the checks. */
   readonly sql: postgres.Sql;
   /** Starts a process of `role` and waits until it is ready; answers its handle. */
@@ -84,6 +87,9 @@ export function useChaosStack(
     prefix,
     get databaseUrl() {
       return databaseUrl;
+    },
+    get redisUrl() {
+      return redisUrl();
     },
     get sql() {
       if (!sql) {
@@ -247,14 +253,81 @@ export async function load(
   return { accepted, uncertain, answers };
 }
 
-/** Waits until `check` answers true, up to `ms`; answers how long it took. */
-export async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<number> {
+/**
+ * Waits until `check` answers true, up to `ms`; answers how long it took. Past `ms` it throws, with what `explain`
+ * finds (the state a scenario was stuck in, e.g. {@link whyStuck}) in the error's message.
+ */
+export async function until(
+  check: () => Promise<boolean>,
+  ms: number,
+  what: string,
+  explain?: () => Promise<string>,
+): Promise<number> {
   const started = performance.now();
   for (;;) {
     if (await check()) return Math.round(performance.now() - started);
-    if (performance.now() - started > ms) throw new Error(`${what}: not within ${ms} ms`);
+    if (performance.now() - started > ms) {
+      const why = explain ? await explain().catch((err: Error) => `(explain failed: ${err.message})`) : '';
+      throw new Error(`${what}: not within ${ms} ms${why ? `\n${why}` : ''}`);
+    }
     await sleep(200);
   }
+}
+
+/**
+ * What a scenario whose actions stay QUEUED was stuck in, for the error of its wait: the QUEUED rows (how many,
+ * the oldest's age, when the last was applied), the stack's keys in Redis by type and size (a queue's waiting,
+ * active, delayed jobs), and the last lines each role logged.
+ */
+export async function whyStuck(stack: ChaosStack, campaignId: string): Promise<string> {
+  const [ledger] = await stack.sql<
+    { queued: number; oldestS: number | null; lastAppliedS: number | null; applied: number }[]
+  >`
+    select count(*) filter (where status = 'QUEUED')::int as queued,
+      extract(epoch from now() - min(created_at) filter (where status = 'QUEUED'))::float8 as "oldestS",
+      extract(epoch from now() - max(applied_at))::float8 as "lastAppliedS",
+      count(*) filter (where status = 'APPLIED')::int as applied
+    from loyalty_actions where campaign_id = ${campaignId}`;
+  const lines = [`ledger: ${JSON.stringify(ledger)}`];
+  const redis = new Redis(stack.redisUrl, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+  });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    // A queue's lists and sorted sets (wait, active, delayed, …) by size; its jobs' hashes and locks counted.
+    const queues: string[] = [];
+    let jobs = 0;
+    let cursor = '0';
+    do {
+      const [next, found] = await redis.scan(cursor, 'MATCH', `${stack.prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      for (const key of found) {
+        const type = await redis.type(key);
+        const name = key.slice(stack.prefix.length + 1);
+        if (type === 'list') queues.push(`${name} ${await redis.llen(key)}`);
+        else if (type === 'zset') queues.push(`${name} ${await redis.zcard(key)}`);
+        else if (type === 'stream') queues.push(`${name} ${await redis.xlen(key)}`);
+        else jobs++;
+      }
+    } while (cursor !== '0');
+    lines.push(`redis: ${queues.sort().join(', ') || 'no queue'}; ${jobs} other keys (jobs, locks, meta)`);
+  } catch (err) {
+    lines.push(`redis: ${(err as Error).message}`);
+  } finally {
+    redis.disconnect();
+  }
+  // Each role's last lines other than its access log: reconnections, errors, the relay's work.
+  for (const run of stack.all()) {
+    const logged = run
+      .output()
+      .split('\n')
+      .filter((l) => l && !l.includes('"msg":"request"'));
+    lines.push(`--- ${run.child.spawnargs.at(-1)} (pid ${run.child.pid}), last lines:`, ...logged.slice(-15));
+  }
+  return lines.join('\n');
 }
 
 export type LedgerFigures = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack } from './support';
+import { chaosProgram, ledgerFigures, load, report, sleep, until, useChaosStack, whyStuck } from './support';
 
 /**
  * Scenario 1: the worker killed with SIGKILL every few seconds while 20,000 actions arrive. Every action
@@ -37,6 +37,7 @@ describe('chaos: worker kill -9 under load', () => {
       async () => (await ledgerFigures(stack.sql, p.campaignId, result.accepted)).queued === 0,
       120_000,
       'every accepted action applied',
+      () => whyStuck(stack, p.campaignId),
     );
     const figures = await ledgerFigures(stack.sql, p.campaignId, result.accepted);
     const [rewards] = await stack.sql<{ off: number; total: number }[]>`

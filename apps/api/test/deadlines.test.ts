@@ -14,6 +14,7 @@ import { OPERATOR_TOKEN } from '../../../test/support/stack';
 import { useTestStack } from '../../../test/support/use';
 import { registerEndpoint } from '../../../test/support/webhooks';
 import type { AppEnv } from '../src/env';
+import { DEADLINE_TICK_MS, deadlineClock } from '../src/middleware/deadline';
 
 /**
  * Every wait is bounded. A slow statement is cancelled by PostgreSQL; a database that stops answering on
@@ -170,6 +171,49 @@ describe('a database that stops answering on open connections', () => {
     proxy.freeze();
     const replies = await Promise.all(Array.from({ length: 5 }, () => api.get('/v1/campaigns')));
     for (const r of replies) expectErrorShape(r, 503, 'UNAVAILABLE');
+  });
+});
+
+describe('the shared deadline clock', () => {
+  it('expires each request at its own deadline, a held-back one later, and watches none once all are answered', async () => {
+    const { proxy, db } = await frozenablePool(2);
+    // One request held back on purpose gets 400 ms more (as the write slowdown gives), the others none.
+    const holdBack: MiddlewareHandler<AppEnv> = async (c, next) => {
+      if (c.req.header('x-hold') === '1') c.get('extendDeadline')?.(400);
+      await next();
+    };
+    const app = createApp({
+      ...stack.deps,
+      db: db.db,
+      logger,
+      requestTimeoutMs: 300,
+      extraMiddleware: [holdBack],
+    });
+    const w = await makeWorld(stack.ctx);
+    const api = client(inProcess(app), w.key);
+    expect((await api.get('/v1/campaigns')).status).toBe(200);
+    expect(deadlineClock().watching).toBe(0);
+    proxy.freeze();
+    const started = performance.now();
+    const timed = async (headers: Record<string, string>) => {
+      const r = await api.get('/v1/campaigns', headers);
+      return { r, ms: performance.now() - started };
+    };
+    const [held, ...plain] = await Promise.all([
+      timed({ 'x-hold': '1' }),
+      ...Array.from({ length: 4 }, () => timed({})),
+    ]);
+    for (const { r, ms } of [held!, ...plain]) {
+      expectErrorShape(r, 503, 'UNAVAILABLE');
+      expect(ms).toBeGreaterThanOrEqual(300 - 1);
+    }
+    expect(held!.r.body.message).toContain('700 ms');
+    expect(held!.ms).toBeGreaterThanOrEqual(700 - 1);
+    expect(Math.max(...plain.map((p) => p.ms))).toBeLessThan(held!.ms);
+    expect(deadlineClock().watching).toBe(0);
+    // The clock stops on its first tick with nothing to watch.
+    await new Promise((r) => setTimeout(r, DEADLINE_TICK_MS * 3));
+    expect(deadlineClock()).toEqual({ watching: 0, running: false });
   });
 });
 

@@ -20,6 +20,50 @@ export function commitWaitMs(c: Context<AppEnv>): number {
   return (c.get('deps').statementTimeoutMs ?? 3000) + COMMIT_MARGIN_MS;
 }
 
+/** A request's deadline on the shared clock: `expire` is called once `performance.now()` passes `at`. */
+type Watched = { at: number; expire: (outcome: 'expired') => void };
+
+/**
+ * How often the shared clock looks at the deadlines, in ms: a request's 503 comes at most this late. One clock
+ * for every request in flight, not a timer (and a promise to race) of each request's own: under load those were
+ * a tenth of what outlived the API's young collections (BENCHMARKS.md, "Full collections under load").
+ */
+export const DEADLINE_TICK_MS = 10;
+
+const watching = new Set<Watched>();
+let clock: NodeJS.Timeout | undefined;
+
+function watch(w: Watched): void {
+  watching.add(w);
+  // Runs while requests are in flight, and stops on the first tick that finds none.
+  clock ??= setInterval(tick, DEADLINE_TICK_MS).unref();
+}
+
+function unwatch(w: Watched): void {
+  watching.delete(w);
+}
+
+function tick(): void {
+  if (watching.size === 0) {
+    clearInterval(clock);
+    clock = undefined;
+    return;
+  }
+  const now = performance.now();
+  for (const w of watching) {
+    if (w.at > now) continue;
+    watching.delete(w);
+    w.expire('expired');
+  }
+}
+
+const noop = () => {};
+
+/** How many requests the shared clock watches, and whether it runs: both 0/false once nothing is in flight. */
+export function deadlineClock(): { watching: number; running: boolean } {
+  return { watching: watching.size, running: clock !== undefined };
+}
+
 const RECORDED_NO_ANSWER =
   'The change was recorded, but its answer could not be completed in time: look it up rather than repeating the request';
 
@@ -44,20 +88,11 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
   // Read by the work (`assertLive`, a group commit) as it goes; set once the budget is spent.
   const liveness = { aborted: false };
   const commit: CommitState = { sent: 0 };
-  let deadline = performance.now() + budget;
+  const watched: Watched = { at: performance.now() + budget, expire: noop };
   // A request held back on purpose (the write slowdown) gets that time on top of its budget.
   c.set('extendDeadline', (ms: number) => {
-    deadline += ms;
+    watched.at += ms;
     budget += ms;
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<'expired'>((resolve) => {
-    const check = () => {
-      const left = deadline - performance.now();
-      if (left <= 0) resolve('expired');
-      else timer = setTimeout(check, left);
-    };
-    timer = setTimeout(check, budget);
   });
   c.set('ctx', { ...c.get('ctx'), signal: liveness, commit });
   let done = false;
@@ -65,8 +100,16 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     done = true;
     return 'done' as const;
   });
-  const outcome = await Promise.race([work, expired]);
-  clearTimeout(timer);
+  let outcome: 'done' | 'expired';
+  try {
+    outcome = await new Promise<'done' | 'expired'>((resolve, reject) => {
+      watched.expire = resolve;
+      watch(watched);
+      work.then(resolve, reject);
+    });
+  } finally {
+    unwatch(watched);
+  }
   if (outcome === 'done') return undefined;
 
   // A write out (COMMIT sent, or committed with the route's answer still to come): "nothing was written" may

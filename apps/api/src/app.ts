@@ -105,7 +105,18 @@ export function createApp(deps: Deps) {
     c.set('exportSlots', exportSlots);
     c.set('importSlots', importSlots);
     const spans = deps.serverTiming ? (stage: string, ms: number) => setMetric(c, stage, ms) : undefined;
-    c.set('ctx', { db: deps.db, clock: deps.clock, cache: deps.cache, afterCommit, spans });
+    // The request's own context, every field named now: the deadline and the actor fill theirs in place, so each
+    // request makes one object of one shape (core's reads of it stay monomorphic), not a copy at each step.
+    c.set('ctx', {
+      db: deps.db,
+      clock: deps.clock,
+      cache: deps.cache,
+      afterCommit,
+      spans,
+      signal: undefined,
+      commit: undefined,
+      actor: undefined,
+    });
     c.set('trigger', trigger);
     await next();
   });

@@ -11,7 +11,7 @@ type C = Context<AppEnv>;
  */
 export function nameActor(of: (c: C) => Omit<AuditActor, 'requestId'>): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    c.set('ctx', { ...c.get('ctx'), actor: { ...of(c), requestId: c.get('requestId') } });
+    c.get('ctx').actor = { ...of(c), requestId: c.get('requestId') };
     await next();
   };
 }

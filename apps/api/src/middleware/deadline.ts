@@ -94,7 +94,9 @@ export const requestDeadline: MiddlewareHandler<AppEnv> = async (c, next) => {
     watched.at += ms;
     budget += ms;
   });
-  c.set('ctx', { ...c.get('ctx'), signal: liveness, commit });
+  const ctx = c.get('ctx');
+  ctx.signal = liveness;
+  ctx.commit = commit;
   let done = false;
   const work = next().then(() => {
     done = true;

@@ -100,7 +100,7 @@ export function createApp(deps: Deps) {
   const importSlots = createSlots(deps.importConcurrency ?? 2);
   // First, so that its total is the whole request's.
   if (deps.serverTiming) app.use('*', timing({ crossOrigin: false }));
-  app.use('*', async (c, next) => {
+  app.use('*', (c, next) => {
     c.set('deps', deps);
     c.set('exportSlots', exportSlots);
     c.set('importSlots', importSlots);
@@ -118,7 +118,7 @@ export function createApp(deps: Deps) {
       actor: undefined,
     });
     c.set('trigger', trigger);
-    await next();
+    return next();
   });
   app.use('*', requestLog);
   app.use('*', requestMetrics);

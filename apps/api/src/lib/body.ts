@@ -107,7 +107,7 @@ export function guardBody(schema: ZodType): MiddlewareHandler<AppEnv> {
     } else {
       throw unsupportedContentType(header);
     }
-    await next();
+    return next();
   };
 }
 

@@ -6,7 +6,7 @@ import type { AppEnv } from '../env';
  * A path or query that decodes to the NUL character would reach PostgreSQL, which refuses it: 400 here.
  * (Unpaired surrogates cannot arrive this way: invalid UTF-8 escapes are left undecoded.)
  */
-export const urlGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
+export const urlGuard: MiddlewareHandler<AppEnv> = (c, next) => {
   const url = c.req.url;
   const at = url.search(/%00/i);
   if (at >= 0) {
@@ -20,5 +20,5 @@ export const urlGuard: MiddlewareHandler<AppEnv> = async (c, next) => {
       },
     ]);
   }
-  await next();
+  return next();
 };

@@ -25,8 +25,8 @@ type Watched = { at: number; expire: (outcome: 'expired') => void };
 
 /**
  * How often the shared clock looks at the deadlines, in ms: a request's 503 comes at most this late. One clock
- * for every request in flight, not a timer (and a promise to race) of each request's own: under load those were
- * a tenth of what outlived the API's young collections (BENCHMARKS.md, "Full collections under load").
+ * for every request in flight, not a timer, its closure and a promise to race of each request's own
+ * (BENCHMARKS.md, "Deadlines on one clock").
  */
 export const DEADLINE_TICK_MS = 10;
 

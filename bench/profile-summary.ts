@@ -6,6 +6,8 @@
  * only what came S seconds or more after the process started (its start-up is a busy stretch too).
  *
  * npm run bench:profile -- bench/results/profiles/dispatcher1/CPU….cpuprofile [--after 10] [--seconds 2] [--top 25]
+ *
+ * A `.heapprofile` (`BENCH_HEAP_PROF`) is read by {@link summarizeHeap} instead: `--top` only.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -119,18 +121,69 @@ export function summarize(
   ].join('\n');
 }
 
+/** A sampling heap profile as V8 writes it (`BENCH_HEAP_PROF`): a tree of call frames, each with its sampled bytes. */
+type HeapNode = { callFrame: CallFrame; selfSize: number; children: HeapNode[] };
+
+/**
+ * Reads a `.heapprofile` (`BENCH_HEAP_PROF`, and with `BENCH_HEAP_PROF_PROMOTED=1` only what outlived a young
+ * collection): the sampled bytes by origin, by the function that allocated them, and by the nearest function of
+ * the project's own on the stack (a package's allocation on behalf of our code counts there too).
+ */
+export function summarizeHeap(profile: { head: HeapNode }, opts: { top?: number } = {}): string {
+  const origins: Tally = new Map();
+  const self: Tally = new Map();
+  const ours: Tally = new Map();
+  let total = 0;
+  const walk = (node: HeapNode, nearestOurs: string | undefined) => {
+    const own = origin(node.callFrame) === 'stampcard' ? label(node.callFrame) : nearestOurs;
+    if (node.selfSize > 0) {
+      total += node.selfSize;
+      add(origins, origin(node.callFrame), node.selfSize);
+      add(self, label(node.callFrame), node.selfSize);
+      if (own) add(ours, own, node.selfSize);
+    }
+    for (const child of node.children) walk(child, own);
+  };
+  walk(profile.head, undefined);
+  const top = opts.top ?? 20;
+  const rows = (tally: Tally, n: number) =>
+    [...tally]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(
+        ([name, bytes]) =>
+          `  ${((100 * bytes) / Math.max(total, 1)).toFixed(1).padStart(5)} %  ${(bytes / 1e6).toFixed(1).padStart(7)} MB  ${name}`,
+      );
+  return [
+    `${(total / 1e6).toFixed(1)} MB sampled; shares:`,
+    'by origin:',
+    ...rows(origins, 30),
+    `functions that allocated (top ${top}):`,
+    ...rows(self, top),
+    `nearest function of the project's own (top ${top}):`,
+    ...rows(ours, top),
+  ].join('\n');
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: { seconds: { type: 'string' }, after: { type: 'string' }, top: { type: 'string' } },
   });
   if (positionals.length === 0) {
-    console.error('usage: npm run bench:profile -- <file.cpuprofile>… [--after S] [--seconds N] [--top N]');
+    console.error(
+      'usage: npm run bench:profile -- <file.cpuprofile | file.heapprofile>… [--after S] [--seconds N] [--top N]',
+    );
     process.exit(2);
   }
   for (const file of positionals) {
-    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
     console.log(`== ${file}`);
+    if (file.endsWith('.heapprofile')) {
+      const top = values.top ? Number(values.top) : undefined;
+      console.log(summarizeHeap(JSON.parse(readFileSync(file, 'utf8')), { top }));
+      continue;
+    }
+    const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
     console.log(
       summarize(profile, {
         seconds: values.seconds ? Number(values.seconds) : undefined,

@@ -4,8 +4,8 @@ import { round } from './util';
 /**
  * PostgreSQL's own account of each figure (`npm run bench -- --statements`): what the run's database executed
  * while the figure was measured, its baselines and set-up included but not the bench's VACUUM and CHECKPOINT
- * between phases, from `pg_stat_statements`, the statements that took the most time first. Only this database's statistics are reset and read, so a server shared with
- * other work keeps its own. Statement texts are PostgreSQL's normalised ones (`$1` for every value): no value a
+ * between phases, from `pg_stat_statements`, the statements that took the most time first. Only this database's
+ * statistics are reset and read, so a server shared with other work keeps its own. Statement texts are PostgreSQL's normalised ones (`$1` for every value): no value a
  * request carried is in them.
  */
 

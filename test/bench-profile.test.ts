@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { origin, summarize } from '../bench/profile-summary';
+import { origin, summarize, summarizeHeap } from '../bench/profile-summary';
 
 /** A CPU profile as V8 writes it: a tree of call frames, and which one each sample (1 ms apart) was in. */
 function profile(samples: string[]) {
@@ -63,5 +63,30 @@ describe('npm run bench:profile', () => {
     expect(window).toMatch(/^2\.00 s of profile, 2\.00 s busy \(100 %\)/);
     const late = summarize(profile(busyLate), { after: 5.5, seconds: 1 });
     expect(late).toContain('100.0 %    1000 ms  stampcard');
+  });
+
+  it("shares a heap profile's bytes by the function that allocated them and by the nearest one of ours", () => {
+    const node = (functionName: string, url: string, selfSize: number, children: unknown[] = []) => ({
+      callFrame: { functionName, url, lineNumber: 0 },
+      selfSize,
+      children,
+    });
+    const out = summarizeHeap({
+      head: node('(root)', '', 0, [
+        node('deadline', 'file:///srv/apps/api/src/middleware/deadline.ts', 300, [
+          node('pipeline', 'file:///srv/node_modules/ioredis/built/Pipeline.js', 500, [
+            node('Command', 'file:///srv/node_modules/ioredis/built/Command.js', 100),
+          ]),
+        ]),
+        node('stringify', 'file:///srv/node_modules/postgres/src/types.js', 100),
+      ]),
+    } as never);
+    expect(out).toMatch(/^0\.0 MB sampled/);
+    expect(out).toMatch(/by origin:\n\s+60\.0 % .* ioredis\n\s+30\.0 % .* stampcard\n\s+10\.0 % .* postgres/);
+    expect(out).toMatch(/functions that allocated[\s\S]* 50\.0 % .* pipeline ioredis\/built\/Pipeline\.js:1/);
+    // ioredis's bytes under our frame count for it; postgres's, with none of ours above, for none.
+    expect(out).toMatch(
+      /nearest function of the project's own[^\n]*\n\s+90\.0 % .* deadline apps\/api\/src\/middleware\/deadline\.ts:1\n?$/,
+    );
   });
 });

@@ -16,16 +16,21 @@ export async function deleteRedisKeys(redisUrl: string, prefix: string): Promise
   let deleted = 0;
   try {
     await redis.connect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) deleted += await redis.unlink(...keys);
-    } while (cursor !== '0');
+    for await (const keys of keysUnder(redis, prefix)) deleted += await redis.unlink(...keys);
     return deleted;
   } finally {
     redis.disconnect();
   }
+}
+
+/** Every key under `prefix:`, a SCAN batch at a time (never KEYS, which blocks a shared Redis); no empty batch. */
+export async function* keysUnder(redis: Redis, prefix: string): AsyncGenerator<string[]> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length > 0) yield keys;
+  } while (cursor !== '0');
 }
 
 /** `<name>_<12 hex>`: a queue prefix (QUEUE_PREFIX) no other test run uses. */

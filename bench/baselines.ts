@@ -144,6 +144,11 @@ export type DispatchBaselineResult = {
   failed: number;
   seconds: number;
   perSecond: number;
+  /**
+   * CPU the bench process used per request during the loop, in µs (`process.cpuUsage`): the bare client's and,
+   * since the receiver runs in the same process, the receiver's.
+   */
+  cpuUsPerRequest: number;
 };
 
 /**
@@ -162,6 +167,7 @@ export async function dispatchBaseline(opts: {
   let ok2xx = 0;
   let failed = 0;
   const started = performance.now();
+  const cpu = process.cpuUsage();
   try {
     await within(
       'the dispatch baseline',
@@ -191,6 +197,7 @@ export async function dispatchBaseline(opts: {
     await agent.close();
   }
   const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
   return {
     deliveries: opts.deliveries,
     concurrency: opts.concurrency,
@@ -198,5 +205,6 @@ export async function dispatchBaseline(opts: {
     failed,
     seconds: round(seconds, 2),
     perSecond: round(ok2xx / seconds),
+    cpuUsPerRequest: round((used.user + used.system) / Math.max(1, ok2xx)),
   };
 }

@@ -241,6 +241,18 @@ export function summary(f: Figures): string {
     `≥ ${TARGETS.dispatch}`,
     yes(met.dispatch),
   ]);
+  if (d && d.stampcard.cpuUsPerDelivery !== null && d.baseline.cpuUsPerRequest !== undefined) {
+    // The bare loop's process holds the receiver too: its client's share is its CPU less the receiver's.
+    const bareClient = d.baseline.cpuUsPerRequest - d.stampcard.receiverCpuUsPerDelivery;
+    rows.push([
+      'dispatch: CPU per delivery, µs (the bare loop: client, without its receiver)',
+      fmt(d.stampcard.cpuUsPerDelivery),
+      fmt(bareClient),
+      bareClient > 0 ? fmt(d.stampcard.cpuUsPerDelivery / bareClient, 2) : '',
+      '',
+      '',
+    ]);
+  }
   const e = f.e2e;
   rows.push([
     `end to end: accepted → webhook p50 / p99${e ? ` at ${e.load.rate}/s` : ''}`,

@@ -325,6 +325,18 @@ export class ServiceRunner {
     }
   }
 
+  /**
+   * CPU time the live processes of `role` have used so far (user + system), in ms, summed; null without /proc.
+   * Read before and after a phase, the difference is what the role spent on it.
+   */
+  async cpuMsOf(role: Role): Promise<number | null> {
+    const ticks = await Promise.all(
+      this.procs.filter((p) => p.role === role && !p.stopping).map((p) => cpuTicksOf(p.pid)),
+    );
+    if (ticks.length === 0 || ticks.some((t) => t === null)) return null;
+    return (ticks.reduce((a, b) => a! + b!, 0)! * 1000) / TICKS_PER_SECOND;
+  }
+
   /** Reads every live process's memory once. */
   async sample(): Promise<void> {
     await Promise.all(

@@ -34,6 +34,14 @@ export type DispatchFigure = {
      * clients: the dispatcher's jobs and gate, and the other roles' and the bench's few meanwhile).
      */
     redisCommandsPerDelivery: number;
+    /**
+     * CPU the dispatcher processes used during the timed replay per message delivered, in µs (`/proc`; null
+     * without it): the dispatcher's cost per delivery, steadier from run to run than its rate, which the other
+     * processes on the same cores move.
+     */
+    cpuUsPerDelivery: number | null;
+    /** CPU the bench process used meanwhile per message, in µs: the receiver's, with the bench's polling. */
+    receiverCpuUsPerDelivery: number;
   };
   baseline: DispatchBaselineResult;
   ratio: number;
@@ -190,6 +198,8 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
     `dispatch: replaying ${n} SUCCEEDED messages (${windows.length} replay call(s)), dispatcher running`,
   );
   const commandsBefore = await redisCommands(bench.redis);
+  const dispatcherCpuBefore = await bench.services.cpuMsOf('dispatcher');
+  const receiverCpu = process.cpuUsage();
   const started = performance.now();
   let replayed = 0;
   const replayCallMs: number[] = [];
@@ -218,9 +228,18 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
   );
   const seconds = (performance.now() - started) / 1000;
   const perSecond = round(n / seconds);
+  const receiverUsed = process.cpuUsage(receiverCpu);
+  const dispatcherCpuAfter = await bench.services.cpuMsOf('dispatcher');
+  const cpuUsPerDelivery =
+    dispatcherCpuBefore === null || dispatcherCpuAfter === null
+      ? null
+      : round(((dispatcherCpuAfter - dispatcherCpuBefore) * 1000) / n);
+  const receiverCpuUsPerDelivery = round((receiverUsed.user + receiverUsed.system) / n);
   const redisCommandsPerDelivery = ((await redisCommands(bench.redis)) - commandsBefore) / n;
   progress(
-    `dispatch: ${perSecond} deliveries/s, ${round(redisCommandsPerDelivery, 2)} Redis commands per delivery`,
+    `dispatch: ${perSecond} deliveries/s, ${round(redisCommandsPerDelivery, 2)} Redis commands per delivery; ` +
+      `CPU per delivery ${cpuUsPerDelivery ?? 'n/a'} µs in the dispatcher, ${receiverCpuUsPerDelivery} µs in ` +
+      `the bench's receiver (the bare loop: ${baseline.cpuUsPerRequest} µs per request, client and receiver)`,
   );
   return {
     stampcard: {
@@ -235,6 +254,8 @@ export async function measureDispatch(bench: Bench): Promise<DispatchFigure> {
       replayCallMs,
       timeline,
       redisCommandsPerDelivery: round(redisCommandsPerDelivery, 2),
+      cpuUsPerDelivery,
+      receiverCpuUsPerDelivery,
     },
     baseline,
     ratio: round(perSecond / baseline.perSecond, 4),

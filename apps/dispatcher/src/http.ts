@@ -105,6 +105,10 @@ export function createSender(opts: SenderOptions) {
     if (verdict !== null) throw verdict;
   };
 
+  /**
+   * POSTs `body` to `url` with `headers`, an object of the request's own, to which it adds `DELIVERY_HEADERS`
+   * (which no caller's header overrides).
+   */
   async function send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
@@ -120,7 +124,7 @@ export function createSender(opts: SenderOptions) {
       const res = await request(url, {
         method: 'POST',
         dispatcher: agent,
-        headers: { ...DELIVERY_HEADERS, ...headers },
+        headers: Object.assign(headers, DELIVERY_HEADERS),
         body,
         signal: deadline.signal,
       });

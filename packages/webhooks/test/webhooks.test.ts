@@ -64,6 +64,26 @@ describe('interoperability with the standardwebhooks library', () => {
       new Webhook(secret).sign(id, new Date(nowMs), body),
     );
   });
+
+  it('signs from decoded keys it keeps, by secret: the same bytes past the bound, a bad secret refused each time', () => {
+    // Not ASCII: the body is fed to the HMAC as a string, whose UTF-8 bytes must be the ones signed.
+    const text = JSON.stringify({ type: 'X', timestamp: 1, data: { name: 'Zoë 🎉' } });
+    const secrets = Array.from({ length: 1_050 }, () => generateSecret());
+    for (const secret of [...secrets, secrets[0]!, secrets[1_049]!]) {
+      expect(sign({ id, timestamp: ts, body: text, secrets: [secret] })).toBe(
+        new Webhook(secret).sign(id, new Date(nowMs), text),
+      );
+    }
+    const bytes = new TextEncoder().encode(text);
+    expect(sign({ id, timestamp: ts, body: bytes, secrets: [secrets[0]!] })).toBe(
+      sign({ id, timestamp: ts, body: text, secrets: [secrets[0]!] }),
+    );
+    for (let i = 0; i < 2; i += 1) {
+      expect(refusal(() => sign({ id, timestamp: ts, body, secrets: ['whsec_not base64!'] }))).toBe(
+        'INVALID_SECRET',
+      );
+    }
+  });
 });
 
 describe('rotation', () => {

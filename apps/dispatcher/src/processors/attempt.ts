@@ -115,16 +115,16 @@ export async function attemptDelivery(
     // one comes back after a while, and finds it ended, or its claim expired (that dispatcher died).
     if (!claimedAhead && !(await batching.claim(claim))) return { later: claimedElsewhereMs() };
 
-    const headers = signatureHeaders({
+    // The outbox event's id too, so a receiver can match a delivery with the event feed; the message's place
+    // among its participant's to this endpoint, so it can drop what is older than what it has; and, for an
+    // endpoint that asks for it, the trace this delivery is part of (W3C Trace Context). One object, the
+    // request's own: the sender adds the headers every delivery carries to it.
+    const sent: Record<string, string> = signatureHeaders({
       id: message.id,
       timestamp: Math.floor(Date.now() / 1000),
       body: delivery.body,
       secrets: delivery.secrets,
     });
-    // The outbox event's id too, so a receiver can match a delivery with the event feed; the message's place
-    // among its participant's to this endpoint, so it can drop what is older than what it has; and, for an
-    // endpoint that asks for it, the trace this delivery is part of (W3C Trace Context).
-    const sent: Record<string, string> = { ...headers };
     if (message.eventId) sent['stampcard-event-id'] = message.eventId;
     if (message.sequence !== null) sent['webhook-sequence'] = String(message.sequence);
     // An ordered message sent after the one before it was dead-lettered names that one: the gap.

@@ -58,7 +58,7 @@ export const claimLeaseMs = (timeoutMs: number) => timeoutMs + BATCH_WINDOW_WAIT
  * Group commit for the dispatcher's three statements per delivery (and the release of a claim taken ahead of an
  * attempt that stepped aside): jobs that start within a millisecond of each
  * other share one read (`loadDeliveries`), deliveries about to send share one claim (`claimDeliveries`), and
- * successes that come back together share one write (`recordSuccesses`). Under load a statement carries dozens
+ * successes that come back together share one write (`recordSuccesses`), one at a time. Under load a statement carries dozens
  * of deliveries instead of one; alone, a delivery waits at most `maxWaitMs` for company. A success whose message is gone (deleted with its endpoint) records
  * nothing; a batch write that fails is written again one success at a time (`retryAlone`), so only the success
  * at fault fails. A claim of several messages that fails (a deadlock with another statement that locks some of
@@ -102,6 +102,8 @@ export function createDeliveryBatching(
   });
   const successes = microBatch<Success, Scheduled[]>({
     ...sizes,
+    // One write in flight: the successes that come back meanwhile wait for it and go together in the next.
+    maxInFlight: 1,
     retryAlone: true,
     run: async (list) => {
       // Each made-due message goes back to the success of its participant, to be scheduled once.

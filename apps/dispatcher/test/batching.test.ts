@@ -153,6 +153,57 @@ describe('delivery batching', () => {
       .where(eq(webhookMessages.id, kept[0]!));
     expect(again!.attempts).toBe(1);
   });
+  it('successes that come back while a write of them is in flight wait for it, and go together in the next', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { endpointId, ids } = await endpointWithMessages(ctx, 21);
+    const [first, ...rest] = ids as [string, ...string[]];
+    // The statements the batching sends, counted on a connection of its own.
+    let writes = 0;
+    const counted = postgres(testDb.url, {
+      max: 4,
+      onnotice: () => {},
+      debug: (_c, query) => {
+        if (query.includes('with input as')) writes += 1;
+      },
+    });
+    // The first success's write waits for a row lock held meanwhile: it stays in flight while the others come.
+    const holder = postgres(testDb.url, { max: 1, onnotice: () => {} });
+    let release = () => {};
+    try {
+      const batching = createDeliveryBatching(
+        { db: drizzle(counted) as unknown as Ctx['db'], clock: systemClock },
+        { leaseMs: 30_000 },
+      );
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      const locking = holder.begin(async (tx) => {
+        await tx`select id from webhook_messages where id = ${first} for update`;
+        await held;
+      });
+      await new Promise((r) => setTimeout(r, 50));
+      const written = [batching.writeSuccess(success(first, endpointId))];
+      // The rest come back in five groups, a few ms apart, while that write waits.
+      for (let g = 0; g < 5; g += 1) {
+        await new Promise((r) => setTimeout(r, 5));
+        for (const id of rest.slice(g * 4, g * 4 + 4))
+          written.push(batching.writeSuccess(success(id, endpointId)));
+      }
+      expect(writes).toBe(1);
+      release();
+      await locking;
+      await Promise.all(written);
+      expect(writes).toBe(2);
+      const done = await ctx.db
+        .select({ status: webhookMessages.status })
+        .from(webhookMessages)
+        .where(eq(webhookMessages.endpointId, endpointId));
+      expect(done.filter((r) => r.status === 'SUCCEEDED')).toHaveLength(21);
+    } finally {
+      release();
+      await Promise.all([counted.end({ timeout: 5 }), holder.end({ timeout: 5 })]);
+    }
+  });
   it('a message is claimed by one delivery at a time: not again while the claim holds, nor once it succeeded; a failed attempt or an expired claim frees it', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { endpointId, ids } = await endpointWithMessages(ctx, 4);

@@ -14,6 +14,8 @@ import {
 } from '@stampcard/core';
 
 export type DeliveryBatching = {
+  /** How long a claim holds a message, in ms (`claimLeaseMs`): the claims taken as a batch is loaded too. */
+  leaseMs: number;
   /** The message of one job, read with those of the other jobs starting in the same moment. */
   load(request: DeliveryRequest): Promise<Delivery | SkippedDelivery>;
   /**
@@ -116,6 +118,7 @@ export function createDeliveryBatching(
     },
   });
   return {
+    leaseMs,
     load: (request) => loads.submit(request),
     writeSuccess: (success) => successes.submit(success),
     claim: (claim) => claims.submit(claim),

@@ -1,3 +1,4 @@
+import { createLogger } from '@stampcard/config';
 import {
   type Ctx,
   claimStatement,
@@ -18,10 +19,11 @@ import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
 import { BATCH_WINDOW_WAIT_MS, createDeliveryBatching } from '../src/batching';
 import { attemptDelivery, type DeliverDeps } from '../src/processors/attempt';
-import { claimAhead } from '../src/processors/deliver-batch';
+import { loadAndClaim } from '../src/processors/deliver-batch';
 import { createInFlight } from '../src/throttle';
 
 const testDb = useTestDb();
+const silent = createLogger({ level: 'silent', name: 'batching-test' });
 
 /** An endpoint of a fresh campaign with `n` PENDING test messages. */
 async function endpointWithMessages(ctx: Ctx, n: number) {
@@ -318,19 +320,103 @@ describe('delivery batching', () => {
     expect(await batching.claim(claim)).toBe(false);
   });
 
-  it('a batch whose claim ahead fails (PostgreSQL away) leaves each message for its attempt to claim', async () => {
+  it('a batch is loaded and claimed in one statement: each message it can send now, once; the rest are left to their attempts', async () => {
+    const ctx: Ctx = { db: testDb.db, clock: systemClock };
+    const { ids } = await endpointWithMessages(ctx, 6);
+    const [free, held, later, stale, gone, twice] = ids as [string, string, string, string, string, string];
+    const claimOf = (messageId: string) => ({ messageId, generation: 0, eventAt: MADE_AT });
+    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
+    const deps = { ctx, batching, logger: silent } as unknown as DeliverDeps;
+    // Held by another delivery's claim; due in an hour; its event gone (nothing to send).
+    expect(await batching.claim(claimOf(held))).toBe(true);
+    await ctx.db
+      .update(webhookMessages)
+      .set({ nextAttemptAt: new Date(Date.now() + 3_600_000) })
+      .where(eq(webhookMessages.id, later));
+    await ctx.db
+      .update(webhookMessages)
+      .set({ testBody: null, eventId: 'evt_gone' })
+      .where(eq(webhookMessages.id, gone));
+    const requests = [free, held, later, stale, gone, twice, twice].map((messageId) => ({
+      messageId,
+      generation: messageId === stale ? 1 : 0,
+    }));
+    const { deliveries, claimed } = await loadAndClaim(deps, requests, BATCH_WINDOW_WAIT_MS);
+    // A message asked for twice is claimed for its first request only.
+    expect(claimed).toEqual([true, undefined, undefined, undefined, undefined, true, undefined]);
+    expect(deliveries.map((d) => ('skip' in d ? d.skip : 'send'))).toEqual([
+      'send',
+      'send',
+      'send',
+      'STALE',
+      'GONE',
+      'send',
+      'send',
+    ]);
+    // What it claimed is held; what it found nothing to send for was released; what was not due, not taken.
+    expect(await batching.claim(claimOf(free))).toBe(false);
+    expect(await batching.claim(claimOf(twice))).toBe(false);
+    expect(await batching.claim(claimOf(gone))).toBe(true);
+    expect(await batching.claim(claimOf(later))).toBe(true);
+
+    // A rate-limited endpoint's batch is loaded without a claim (its turn may be far off), and so is a slow
+    // endpoint's (its messages wait 50 ms for the window, not the batch's 2 s).
+    const limited = await endpointWithMessages(ctx, 2);
+    await ctx.db
+      .update(webhookEndpoints)
+      .set({ rateLimit: 10 })
+      .where(eq(webhookEndpoints.id, limited.endpointId));
+    const asked = limited.ids.map((messageId) => ({ messageId, generation: 0 }));
+    expect((await loadAndClaim(deps, asked, BATCH_WINDOW_WAIT_MS)).claimed).toEqual([undefined, undefined]);
+    const slow = await endpointWithMessages(ctx, 2);
+    const slowAsked = slow.ids.map((messageId) => ({ messageId, generation: 0 }));
+    const loadedSlow = await loadAndClaim(deps, slowAsked, 50);
+    expect(loadedSlow.claimed).toEqual([]);
+    expect(loadedSlow.deliveries.every((d) => !('skip' in d))).toBe(true);
+    expect(await batching.claim(claimOf(slow.ids[0]!))).toBe(true);
+  });
+
+  it('a batch whose claim fails (a row locked past the lock timeout) is loaded again without it, for its attempts to claim', async () => {
     const ctx: Ctx = { db: testDb.db, clock: systemClock };
     const { ids } = await endpointWithMessages(ctx, 2);
-    const deliveries = await loadDeliveries(
-      ctx,
-      ids.map((messageId) => ({ messageId, generation: 0 })),
-    );
-    const away = await batchingWithPostgresAway();
-    const deps = { ctx, batching: away } as unknown as DeliverDeps;
-    expect(await claimAhead(deps, deliveries, BATCH_WINDOW_WAIT_MS)).toEqual([undefined, undefined]);
-    // With PostgreSQL there, the same batch is claimed ahead.
-    const batching = createDeliveryBatching(ctx, { leaseMs: 30_000 });
-    expect(await claimAhead({ ...deps, batching }, deliveries, BATCH_WINDOW_WAIT_MS)).toEqual([true, true]);
+    const impatient = postgres(testDb.url, { max: 1, onnotice: () => {}, connection: { lock_timeout: 200 } });
+    let release = () => {};
+    try {
+      const quick: Ctx = { db: drizzle(impatient) as unknown as Ctx['db'], clock: systemClock };
+      const batching = createDeliveryBatching(quick, { leaseMs: 30_000 });
+      const warned: string[] = [];
+      const logger = { warn: (_o: unknown, msg: string) => warned.push(msg) };
+      const deps = { ctx: quick, batching, logger } as unknown as DeliverDeps;
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => {
+        locked = r;
+      });
+      const other = testDb.db.transaction(async (tx) => {
+        await tx.execute(sql`select 1 from ${webhookMessages} where id = ${ids[1]!} for update`);
+        locked();
+        await held;
+      });
+      await isLocked;
+      const asked = ids.map((messageId) => ({ messageId, generation: 0 }));
+      const { deliveries, claimed } = await loadAndClaim(deps, asked, BATCH_WINDOW_WAIT_MS);
+      expect(claimed).toEqual([]);
+      expect(deliveries.every((d) => !('skip' in d))).toBe(true);
+      expect(warned).toEqual(['claim of a batch failed; its messages are claimed one by one']);
+      release();
+      await other;
+      // Nothing of the failed statement stayed: both are free to claim.
+      expect(
+        await Promise.all(
+          ids.map((id) => batching.claim({ messageId: id, generation: 0, eventAt: MADE_AT })),
+        ),
+      ).toEqual([true, true]);
+    } finally {
+      release();
+      await impatient.end({ timeout: 5 });
+    }
   });
 
   it('a claim of several messages that deadlocks is made again one message at a time, so its deliveries go on', async () => {

@@ -12,7 +12,7 @@ import { events, webhookMessages } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { makeEndpoint, makeWorld } from '../../../test/support/factories';
-import { burstOfMessages, planOf, rowsRead } from '../../../test/support/plans';
+import { burstOfMessages, planAsRun, planOf, rowsRead } from '../../../test/support/plans';
 import { useTestDb } from '../../../test/support/use';
 
 /**
@@ -54,6 +54,17 @@ describe("the dispatcher's statements, against statistics taken before a replay"
     const claimRead = rowsRead(await planOf(ctx.db, claimStatement(claims, 60_000)), 'webhook_messages');
     expect(claimRead).toBeGreaterThanOrEqual(16);
     expect(claimRead).toBeLessThan(100);
+    // A batch's load, which claims as it reads: its claim and its read, 16 each (not every pending message).
+    const load = deliveryStatement(named.map((m) => m.id));
+    const loadRead = rowsRead(
+      await planAsRun(testDb.db, {
+        statement: load.statement.claiming,
+        values: { ...load.values, generations: named.map(() => '1'), leaseMs: '60000' },
+      }),
+      'webhook_messages',
+    );
+    expect(loadRead).toBeGreaterThanOrEqual(32);
+    expect(loadRead).toBeLessThan(200);
 
     const now = new Date();
     const successes: Success[] = named.map((m, i) => ({
@@ -95,9 +106,20 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const read = rowsRead(await planOf(ctx.db, deliveryStatement(ids)), 'events');
+    const load = deliveryStatement(ids);
+    const read = rowsRead(
+      await planOf(ctx.db, { statement: load.statement.plain, values: load.values }),
+      'events',
+    );
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
+    // So does the load that claims as it reads (a batch's).
+    const claiming = await planAsRun(testDb.db, {
+      statement: load.statement.claiming,
+      values: { ...load.values, generations: ids.map(() => '0'), leaseMs: '60000' },
+    });
+    expect(rowsRead(claiming, 'events')).toBeGreaterThanOrEqual(64);
+    expect(rowsRead(claiming, 'events')).toBeLessThan(300);
     // And each delivery carries its event.
     const loaded = await loadDeliveries(
       ctx,

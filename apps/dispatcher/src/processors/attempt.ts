@@ -76,7 +76,7 @@ export async function attemptDelivery(
    */
   windowWaitMs = WINDOW_WAIT_MS,
   /**
-   * The message is claimed already (its batch's messages were claimed together, `claimAhead`): the attempt
+   * The message is claimed already (its batch's messages were claimed as they were loaded, `loadAndClaim`): the attempt
    * does not claim it, and ends that claim if it steps aside before its request goes.
    * @defaultValue false
    */

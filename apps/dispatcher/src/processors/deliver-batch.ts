@@ -1,17 +1,9 @@
-import { loadDeliveries } from '@stampcard/core';
+import { loadAndClaimDeliveries, loadDeliveries } from '@stampcard/core';
 import { DELIVERY_BATCH, deferDeliveries, type JobPayload, type Processor } from '@stampcard/jobs';
 import { UnrecoverableError } from 'bullmq';
 import { BATCH_WINDOW_WAIT_MS } from '../batching';
 import type { LaneRoom } from '../throttle';
-import {
-  type AttemptStep,
-  claimedElsewhereMs,
-  type DeliverDeps,
-  later,
-  notDueFor,
-  tracedAttempt,
-  WINDOW_WAIT_MS,
-} from './attempt';
+import { type DeliverDeps, later, tracedAttempt, WINDOW_WAIT_MS } from './attempt';
 
 /** A message whose attempt threw (a store failing) is tried again as its own job after this long, in ms. */
 const AFTER_ERROR_MS = 1000;
@@ -38,7 +30,7 @@ export const laneWaitersMax = (concurrency: number) =>
 
 /**
  * `webhook-message-batch.deliver`: the first attempt of new messages of one endpoint, together: one read for
- * all, one claim for all (`claimAhead`), their attempts side by side within the endpoint's share of this
+ * all that claims them as it reads (`loadAndClaim`), their attempts side by side within the endpoint's share of this
  * process, their successes written together. While the endpoint's other batch jobs in this process hold `BATCH_LANE_MESSAGES` messages not yet
  * done with, the job waits in place for room (`LANE_WAIT_MS`), then steps aside whole, before its read
  * (`createBatchLanes`). A message that cannot be sent now, or whose attempt is to be retried (or threw), goes on
@@ -63,45 +55,50 @@ export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-b
 type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][number];
 
 /**
- * The messages of a batch to a healthy endpoint claimed together, before they wait for its window, so that no
- * slot of the window is held through the claim's round trip (which took as long as the request itself in a
- * replay). Per delivery: claimed (true), held by another delivery (false: it steps aside), or left for its
- * attempt to claim (undefined): skipped, not due, a claim that failed, or every message of a batch whose endpoint
- * is rate-limited (its turn may be far off) or slow (its messages wait 50 ms for the window, then step aside).
+ * The messages of a batch to a healthy endpoint, loaded and claimed together (`loadAndClaimDeliveries`), before
+ * they wait for its window, so that no slot of the window is held through the claim's round trip (which took as
+ * long as the request itself in a replay). Per delivery: claimed (true), or left for its attempt to claim
+ * (undefined): skipped, not due, held by another delivery, every message of an endpoint that is rate-limited
+ * (its turn may be far off), or of one that is slow (its messages wait 50 ms for the window, then step aside:
+ * loaded alone), or of a load whose claim failed (loaded again without it).
  */
-export async function claimAhead(
+export async function loadAndClaim(
   deps: DeliverDeps,
-  deliveries: Awaited<ReturnType<typeof loadDeliveries>>,
+  messages: readonly BatchMessage[],
   windowWaitMs: number,
-): Promise<(boolean | undefined)[]> {
-  if (windowWaitMs !== BATCH_WINDOW_WAIT_MS) return [];
-  const now = deps.ctx.clock.now();
-  return Promise.all(
-    deliveries.map((d) => {
-      if ('skip' in d || d.endpoint.rateLimit !== null || notDueFor(d.message, now) > 0) {
-        return undefined;
-      }
-      const { id: messageId, generation, eventAt } = d.message;
-      return deps.batching.claim({ messageId, generation, eventAt }).catch(() => undefined);
-    }),
-  );
+): Promise<{ deliveries: Awaited<ReturnType<typeof loadDeliveries>>; claimed: (true | undefined)[] }> {
+  if (windowWaitMs !== BATCH_WINDOW_WAIT_MS)
+    return { deliveries: await loadDeliveries(deps.ctx, messages), claimed: [] };
+  try {
+    return await loadAndClaimDeliveries(deps.ctx, messages, deps.batching.leaseMs);
+  } catch (err) {
+    // A claim that failed (a deadlock with a statement that locks some of the messages in another order) leaves
+    // each message to its attempt, which claims it alone.
+    deps.logger.warn(
+      { err, messages: messages.length },
+      'claim of a batch failed; its messages are claimed one by one',
+    );
+    return { deliveries: await loadDeliveries(deps.ctx, messages), claimed: [] };
+  }
 }
 
 async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[], room: LaneRoom) {
   const windowWaitMs =
     messages.length > 1 && !deps.inFlight.narrowed(endpointId) ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
-  const deliveries = await loadDeliveries(deps.ctx, messages);
-  const claimed = await claimAhead(deps, deliveries, windowWaitMs);
+  const { deliveries, claimed } = await loadAndClaim(deps, messages, windowWaitMs);
   const deferred: { messageId: string; generation: number; delayMs: number; traceparent?: string }[] = [];
   let delivered = 0;
   let deadLettered = 0;
   await Promise.all(
     deliveries.map(async (delivery, i) => {
       if ('skip' in delivery) return room.free();
-      const attempt =
-        claimed[i] === false
-          ? Promise.resolve<AttemptStep>({ later: claimedElsewhereMs() })
-          : tracedAttempt(deps, delivery, messages[i]!.traceparent, windowWaitMs, claimed[i] === true);
+      const attempt = tracedAttempt(
+        deps,
+        delivery,
+        messages[i]!.traceparent,
+        windowWaitMs,
+        claimed[i] === true,
+      );
       const step = await attempt
         .catch((err: unknown) => {
           deps.logger.warn({ err, messageId: delivery.message.id }, 'delivery attempt failed; retried alone');

@@ -114,6 +114,60 @@ export async function loadDeliveries(
   requests: readonly DeliveryRequest[],
 ): Promise<(Delivery | SkippedDelivery)[]> {
   const rows = await deliveryRows(ctx, [...new Set(requests.map((r) => r.messageId))]);
+  return deliveriesOf(ctx, requests, rows);
+}
+
+/**
+ * `loadDeliveries` that also claims (`claimDeliveries`), in the same statement, each message it loads that can
+ * be sent at once: this generation's PENDING message, due (within 20 ms, by PostgreSQL's clock), claimed by no
+ * one, its endpoint enabled and without a rate limit (whose turn may be far off). One round trip where the
+ * load and then the claim took two, one after the other. Answers the deliveries and, per request in order,
+ * whether its message was claimed for it (`true`), or left for its attempt to claim (`undefined`: not sendable
+ * now, held by another claim, or asked twice in the list, whose first only is granted). A message claimed
+ * that the load then finds it has nothing to send (its event gone) is released at once.
+ */
+export async function loadAndClaimDeliveries(
+  ctx: Ctx,
+  requests: readonly DeliveryRequest[],
+  leaseMs: number,
+): Promise<{ deliveries: (Delivery | SkippedDelivery)[]; claimed: (true | undefined)[] }> {
+  // Every request's id, in order, beside its generation: the claim joins them pairwise (the load reads each once).
+  const { statement, values } = deliveryStatement(requests.map((r) => r.messageId));
+  const raw = await statement.claiming.rows(ctx.db, {
+    ...values,
+    generations: requests.map((r) => String(r.generation)),
+    leaseMs: String(leaseMs),
+  });
+  const rows = raw.map(deliveryRow);
+  const deliveries = deliveriesOf(ctx, requests, rows);
+  // The claim's column is the last of the select list; a message is claimed for its generation only.
+  const granted = new Set<string>();
+  raw.forEach((row, i) => {
+    if (row[row.length - 1] === true) granted.add(`${rows[i]!.message.id}\n${rows[i]!.message.generation}`);
+  });
+  const claimed = requests.map((r) => (granted.delete(`${r.messageId}\n${r.generation}`) ? true : undefined));
+  const unsent = deliveries.flatMap((d, i) =>
+    claimed[i] && 'skip' in d
+      ? [{ messageId: requests[i]!.messageId, generation: requests[i]!.generation }]
+      : [],
+  );
+  if (unsent.length > 0) {
+    const byId = new Map(rows.map((row) => [row.message.id, row.message.eventAt]));
+    await releaseClaims(
+      ctx,
+      unsent.map((c) => ({ ...c, eventAt: byId.get(c.messageId)! })),
+    ).catch(() => undefined);
+    for (const [i, d] of deliveries.entries()) if ('skip' in d) claimed[i] = undefined;
+  }
+  return { deliveries, claimed };
+}
+
+/** The load's rows, as each request's delivery or why it has none (see `loadDeliveries`). */
+function deliveriesOf(
+  ctx: Ctx,
+  requests: readonly DeliveryRequest[],
+  rows: DeliveryRow[],
+): (Delivery | SkippedDelivery)[] {
   const byId = new Map(rows.map((row) => [row.message.id, row]));
   const now = ctx.clock.now();
   return requests.map(({ messageId, generation }): Delivery | SkippedDelivery => {
@@ -138,11 +192,17 @@ export async function loadDeliveries(
 }
 
 /**
+ * A condition true for every row, whose first evaluation tells PostgreSQL not to wait for the disk when the
+ * statement's own transaction commits (`synchronous_commit` off until its end): for the claims, which are leases.
+ */
+const COMMIT_WITHOUT_FLUSH = sql.raw(`(select set_config('synchronous_commit', 'off', true)) = 'off'`);
+
+/**
  * `loadDeliveries`'s one statement, built once by drizzle (`builtOnce`): with the messages' times, which name
  * the partitions to read (ids made since partitioning carry them), and without, for a list with an id that does
  * not. Placeholders: `ids`, and `times` (ISO strings).
  */
-function buildLoad(withTimes: boolean) {
+function buildLoad(withTimes: boolean, claiming: boolean) {
   const qb = new QueryBuilder();
   const times = sql.placeholder('times');
   // Each message's event, looked up by its primary key. A lateral subquery with a limit is not merged into the
@@ -162,6 +222,10 @@ function buildLoad(withTimes: boolean) {
       endpoint: columns(webhookEndpoints, ENDPOINT_FIELDS),
       event: { type: event.type, createdAt: event.createdAt, data: event.data },
       erasing: erasures.participantId,
+      // Last: whether the statement's claim (below) took the message.
+      ...(claiming
+        ? { claimed: sql<boolean>`exists (select 1 from claimed c where c.id = ${webhookMessages.id})` }
+        : {}),
     })
     .from(webhookMessages)
     .innerJoin(webhookEndpoints, eq(webhookEndpoints.id, webhookMessages.endpointId))
@@ -174,17 +238,38 @@ function buildLoad(withTimes: boolean) {
         withTimes ? anyTime(webhookMessages.eventAt, times) : undefined,
       ),
     );
-  return builtOnce(query);
+  if (!claiming) return builtOnce(query);
+  // The claim of `loadAndClaimDeliveries`: the select beside it reads the rows as they were before it.
+  const p = (name: string) => sql.placeholder(name);
+  return builtOnce(sql`
+    with claimed as (
+      update ${webhookMessages} m
+      set claimed_until = now() + ${p('leaseMs')}::int * interval '1 millisecond'
+      ${claimedMessages(withTimes)} and ${statusByKey(sql.raw('m.status'), 'PENDING')}
+        and m.next_attempt_at <= now() + interval '20 milliseconds'
+        and (m.claimed_until is null or m.claimed_until <= now()) and ${COMMIT_WITHOUT_FLUSH}
+        -- Its endpoint's, per message: a join let the planner read every message of the endpoint.
+        and exists (select 1 from ${webhookEndpoints} e where e.id = m.endpoint_id and e.enabled and e.rate_limit is null)
+      returning m.id
+    )
+    ${query}`);
 }
 
-const DELIVERY_STATEMENTS = { withTimes: buildLoad(true), without: buildLoad(false) };
+const DELIVERY_STATEMENTS = {
+  withTimes: { plain: buildLoad(true, false), claiming: buildLoad(true, true) },
+  without: { plain: buildLoad(false, false), claiming: buildLoad(false, true) },
+};
 
-/** The load's statement for `ids` (distinct) and its values. */
+/**
+ * The load's statements for `ids`, plain and claiming, and their values: with the range of the ids' times, which
+ * the claim names its partitions by (as `claimDeliveries` does).
+ */
 export function deliveryStatement(ids: string[]) {
   const times = timesOf(ids);
+  const range = times ? eventAtRange(times) : undefined;
   return {
     statement: times ? DELIVERY_STATEMENTS.withTimes : DELIVERY_STATEMENTS.without,
-    values: { ids, times: times?.map((t) => t.toISOString()) ?? [] },
+    values: { ids, times: times?.map((t) => t.toISOString()) ?? [], from: range?.from, to: range?.to },
   };
 }
 
@@ -193,7 +278,7 @@ type DeliveryRow = ContentSource & { message: DeliveryMessage; endpoint: Deliver
 /** `loadDeliveries`'s one statement: the rows of the messages `ids` (distinct), with their endpoints and events. */
 export async function deliveryRows(ctx: Ctx, ids: string[]): Promise<DeliveryRow[]> {
   const { statement, values } = deliveryStatement(ids);
-  return (await statement.rows(ctx.db, values)).map(deliveryRow);
+  return (await statement.plain.rows(ctx.db, values)).map(deliveryRow);
 }
 
 /** One row of the load, its columns in the order of its select list, as drizzle would have mapped it. */
@@ -295,12 +380,6 @@ export async function claimDeliveries(
   const mine = new Set(rows.map(([id, generation]) => `${id}\n${generation}`));
   return claims.map((c) => mine.delete(`${c.messageId}\n${c.generation}`));
 }
-
-/**
- * A condition true for every row, whose first evaluation tells PostgreSQL not to wait for the disk when the
- * statement's own transaction commits (`synchronous_commit` off until its end): for the claims, which are leases.
- */
-const COMMIT_WITHOUT_FLUSH = sql.raw(`(select set_config('synchronous_commit', 'off', true)) = 'off'`);
 
 /**
  * `from … where …` joining the claims' messages, `m`, by id and generation (placeholders `ids`, `generations`),

@@ -17,7 +17,7 @@ import postgres from 'postgres';
 import { describe, expect, it } from 'vitest';
 import { makeWorld } from '../../../test/support/factories';
 import { useTestDb } from '../../../test/support/use';
-import { BATCH_WINDOW_WAIT_MS, createDeliveryBatching } from '../src/batching';
+import { createDeliveryBatching } from '../src/batching';
 import { attemptDelivery, type DeliverDeps } from '../src/processors/attempt';
 import { loadAndClaim } from '../src/processors/deliver-batch';
 import { createInFlight } from '../src/throttle';
@@ -341,7 +341,7 @@ describe('delivery batching', () => {
       messageId,
       generation: messageId === stale ? 1 : 0,
     }));
-    const { deliveries, claimed } = await loadAndClaim(deps, requests, BATCH_WINDOW_WAIT_MS);
+    const { deliveries, claimed } = await loadAndClaim(deps, requests, true);
     // A message asked for twice is claimed for its first request only.
     expect(claimed).toEqual([true, undefined, undefined, undefined, undefined, true, undefined]);
     expect(deliveries.map((d) => ('skip' in d ? d.skip : 'send'))).toEqual([
@@ -360,17 +360,17 @@ describe('delivery batching', () => {
     expect(await batching.claim(claimOf(later))).toBe(true);
 
     // A rate-limited endpoint's batch is loaded without a claim (its turn may be far off), and so is a slow
-    // endpoint's (its messages wait 50 ms for the window, not the batch's 2 s).
+    // endpoint's (its window narrowed: its messages soon step aside).
     const limited = await endpointWithMessages(ctx, 2);
     await ctx.db
       .update(webhookEndpoints)
       .set({ rateLimit: 10 })
       .where(eq(webhookEndpoints.id, limited.endpointId));
     const asked = limited.ids.map((messageId) => ({ messageId, generation: 0 }));
-    expect((await loadAndClaim(deps, asked, BATCH_WINDOW_WAIT_MS)).claimed).toEqual([undefined, undefined]);
+    expect((await loadAndClaim(deps, asked, true)).claimed).toEqual([undefined, undefined]);
     const slow = await endpointWithMessages(ctx, 2);
     const slowAsked = slow.ids.map((messageId) => ({ messageId, generation: 0 }));
-    const loadedSlow = await loadAndClaim(deps, slowAsked, 50);
+    const loadedSlow = await loadAndClaim(deps, slowAsked, false);
     expect(loadedSlow.claimed).toEqual([]);
     expect(loadedSlow.deliveries.every((d) => !('skip' in d))).toBe(true);
     expect(await batching.claim(claimOf(slow.ids[0]!))).toBe(true);
@@ -401,7 +401,7 @@ describe('delivery batching', () => {
       });
       await isLocked;
       const asked = ids.map((messageId) => ({ messageId, generation: 0 }));
-      const { deliveries, claimed } = await loadAndClaim(deps, asked, BATCH_WINDOW_WAIT_MS);
+      const { deliveries, claimed } = await loadAndClaim(deps, asked, true);
       expect(claimed).toEqual([]);
       expect(deliveries.every((d) => !('skip' in d))).toBe(true);
       expect(warned).toEqual(['claim of a batch failed; its messages are claimed one by one']);

@@ -55,20 +55,19 @@ export function deliverMessages(deps: DeliverDeps): Processor<'webhook-message-b
 type BatchMessage = JobPayload<'webhook-message-batch.deliver'>['messages'][number];
 
 /**
- * The messages of a batch to a healthy endpoint, loaded and claimed together (`loadAndClaimDeliveries`), before
- * they wait for its window, so that no slot of the window is held through the claim's round trip (which took as
- * long as the request itself in a replay). Per delivery: claimed (true), or left for its attempt to claim
- * (undefined): skipped, not due, held by another delivery, every message of an endpoint that is rate-limited
- * (its turn may be far off), or of one that is slow (its messages wait 50 ms for the window, then step aside:
- * loaded alone), or of a load whose claim failed (loaded again without it).
+ * The messages of a batch (of one, too) to a healthy endpoint, loaded and claimed together
+ * (`loadAndClaimDeliveries`), before they wait for its window: one round trip, and no slot of the window held
+ * through a claim's (which took as long as the request itself in a replay). Per delivery: claimed (true), or left
+ * for its attempt to claim (undefined): skipped, not due, held by another delivery, every message of an endpoint
+ * that is rate-limited (its turn may be far off), or of one that is slow (`claim` false: its window narrowed,
+ * its messages soon step aside), or of a load whose claim failed (loaded again without it).
  */
 export async function loadAndClaim(
   deps: DeliverDeps,
   messages: readonly BatchMessage[],
-  windowWaitMs: number,
+  claim: boolean,
 ): Promise<{ deliveries: Awaited<ReturnType<typeof loadDeliveries>>; claimed: (true | undefined)[] }> {
-  if (windowWaitMs !== BATCH_WINDOW_WAIT_MS)
-    return { deliveries: await loadDeliveries(deps.ctx, messages), claimed: [] };
+  if (!claim) return { deliveries: await loadDeliveries(deps.ctx, messages), claimed: [] };
   try {
     return await loadAndClaimDeliveries(deps.ctx, messages, deps.batching.leaseMs);
   } catch (err) {
@@ -83,9 +82,9 @@ export async function loadAndClaim(
 }
 
 async function deliverBatch(deps: DeliverDeps, endpointId: string, messages: BatchMessage[], room: LaneRoom) {
-  const windowWaitMs =
-    messages.length > 1 && !deps.inFlight.narrowed(endpointId) ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
-  const { deliveries, claimed } = await loadAndClaim(deps, messages, windowWaitMs);
+  const healthy = !deps.inFlight.narrowed(endpointId);
+  const windowWaitMs = messages.length > 1 && healthy ? BATCH_WINDOW_WAIT_MS : WINDOW_WAIT_MS;
+  const { deliveries, claimed } = await loadAndClaim(deps, messages, healthy);
   const deferred: { messageId: string; generation: number; delayMs: number; traceparent?: string }[] = [];
   let delivered = 0;
   let deadLettered = 0;

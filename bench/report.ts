@@ -241,7 +241,7 @@ export function summary(f: Figures): string {
     `≥ ${TARGETS.dispatch}`,
     yes(met.dispatch),
   ]);
-  if (d && d.stampcard.cpuUsPerDelivery !== null && d.baseline.cpuUsPerRequest !== undefined) {
+  if (d && d.stampcard.cpuUsPerDelivery !== null) {
     // The bare loop's process holds the receiver too: its client's share is its CPU less the receiver's.
     const bareClient = d.baseline.cpuUsPerRequest - d.stampcard.receiverCpuUsPerDelivery;
     rows.push([

@@ -3,6 +3,7 @@ import {
   type Ctx,
   claimStatement,
   deliveryStatement,
+  loadAndClaimStatement,
   loadDeliveries,
   type Success,
   successesStatement,
@@ -55,12 +56,14 @@ describe("the dispatcher's statements, against statistics taken before a replay"
     expect(claimRead).toBeGreaterThanOrEqual(16);
     expect(claimRead).toBeLessThan(100);
     // A batch's load, which claims as it reads: its claim and its read, 16 each (not every pending message).
-    const load = deliveryStatement(named.map((m) => m.id));
     const loadRead = rowsRead(
-      await planAsRun(testDb.db, {
-        statement: load.statement.claiming,
-        values: { ...load.values, generations: named.map(() => '1'), leaseMs: '60000' },
-      }),
+      await planAsRun(
+        testDb.db,
+        loadAndClaimStatement(
+          named.map((m) => ({ messageId: m.id, generation: 1 })),
+          60_000,
+        ),
+      ),
       'webhook_messages',
     );
     expect(loadRead).toBeGreaterThanOrEqual(32);
@@ -106,18 +109,17 @@ describe("the dispatcher's statements, against statistics taken before a replay"
 
     // 64 messages and their 64 events (the join may look one up more than once); the plan that hashed the
     // events' partition read all 3,000.
-    const load = deliveryStatement(ids);
-    const read = rowsRead(
-      await planOf(ctx.db, { statement: load.statement.plain, values: load.values }),
-      'events',
-    );
+    const read = rowsRead(await planOf(ctx.db, deliveryStatement(ids)), 'events');
     expect(read).toBeGreaterThanOrEqual(64);
     expect(read).toBeLessThan(300);
     // So does the load that claims as it reads (a batch's).
-    const claiming = await planAsRun(testDb.db, {
-      statement: load.statement.claiming,
-      values: { ...load.values, generations: ids.map(() => '0'), leaseMs: '60000' },
-    });
+    const claiming = await planAsRun(
+      testDb.db,
+      loadAndClaimStatement(
+        ids.map((messageId) => ({ messageId, generation: 0 })),
+        60_000,
+      ),
+    );
     expect(rowsRead(claiming, 'events')).toBeGreaterThanOrEqual(64);
     expect(rowsRead(claiming, 'events')).toBeLessThan(300);
     // And each delivery carries its event.

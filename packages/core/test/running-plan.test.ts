@@ -98,8 +98,7 @@ describe('look-ups of one running erasure or backlog operation, with statistics 
       take: 64,
     });
     // Each message's erasure by its participant's key: 64 look-ups (each one found), not every erasure that runs.
-    const load = deliveryStatement(ids);
-    const plan = await planOf(ctx.db, { statement: load.statement.plain, values: load.values });
+    const plan = await planOf(ctx.db, deliveryStatement(ids));
     expect(indexesRead(plan)).not.toContain('erasures_running_idx');
     expect(rowsRead(plan, 'erasures')).toBe(64);
   });

@@ -131,21 +131,15 @@ export async function loadAndClaimDeliveries(
   requests: readonly DeliveryRequest[],
   leaseMs: number,
 ): Promise<{ deliveries: (Delivery | SkippedDelivery)[]; claimed: (true | undefined)[] }> {
-  // Every request's id, in order, beside its generation: the claim joins them pairwise (the load reads each once).
-  const { statement, values } = deliveryStatement(requests.map((r) => r.messageId));
-  const raw = await statement.claiming.rows(ctx.db, {
-    ...values,
-    generations: requests.map((r) => String(r.generation)),
-    leaseMs: String(leaseMs),
-  });
+  const { statement, values } = loadAndClaimStatement(requests, leaseMs);
+  const raw = await statement.rows(ctx.db, values);
   const rows = raw.map(deliveryRow);
   const deliveries = deliveriesOf(ctx, requests, rows);
-  // The claim's column is the last of the select list; a message is claimed for its generation only.
-  const granted = new Set<string>();
-  raw.forEach((row, i) => {
-    if (row[row.length - 1] === true) granted.add(`${rows[i]!.message.id}\n${rows[i]!.message.generation}`);
-  });
-  const claimed = requests.map((r) => (granted.delete(`${r.messageId}\n${r.generation}`) ? true : undefined));
+  // The claim's column is the last of the select list.
+  const granted = rows.flatMap((row, i) =>
+    raw[i]![raw[i]!.length - 1] === true ? [[row.message.id, row.message.generation] as const] : [],
+  );
+  const claimed = grantedInOrder(granted, requests).map((mine) => (mine ? true : undefined));
   const unsent = deliveries.flatMap((d, i) =>
     claimed[i] && 'skip' in d
       ? [{ messageId: requests[i]!.messageId, generation: requests[i]!.generation }]
@@ -239,20 +233,12 @@ function buildLoad(withTimes: boolean, claiming: boolean) {
       ),
     );
   if (!claiming) return builtOnce(query);
-  // The claim of `loadAndClaimDeliveries`: the select beside it reads the rows as they were before it.
-  const p = (name: string) => sql.placeholder(name);
-  return builtOnce(sql`
-    with claimed as (
-      update ${webhookMessages} m
-      set claimed_until = now() + ${p('leaseMs')}::int * interval '1 millisecond'
-      ${claimedMessages(withTimes)} and ${statusByKey(sql.raw('m.status'), 'PENDING')}
-        and m.next_attempt_at <= now() + interval '20 milliseconds'
-        and (m.claimed_until is null or m.claimed_until <= now()) and ${COMMIT_WITHOUT_FLUSH}
+  // The claim of `loadAndClaimDeliveries`, of the messages it can send at once: the select beside it reads the
+  // rows as they were before it.
+  const sendableNow = sql`and m.next_attempt_at <= now() + interval '20 milliseconds'
         -- Its endpoint's, per message: a join let the planner read every message of the endpoint.
-        and exists (select 1 from ${webhookEndpoints} e where e.id = m.endpoint_id and e.enabled and e.rate_limit is null)
-      returning m.id
-    )
-    ${query}`);
+        and exists (select 1 from ${webhookEndpoints} e where e.id = m.endpoint_id and e.enabled and e.rate_limit is null)`;
+  return builtOnce(sql`with claimed as (${claimUpdate(withTimes, sendableNow)}) ${query}`);
 }
 
 const DELIVERY_STATEMENTS = {
@@ -260,16 +246,39 @@ const DELIVERY_STATEMENTS = {
   without: { plain: buildLoad(false, false), claiming: buildLoad(false, true) },
 };
 
-/**
- * The load's statements for `ids`, plain and claiming, and their values: with the range of the ids' times, which
- * the claim names its partitions by (as `claimDeliveries` does).
- */
-export function deliveryStatement(ids: string[]) {
+/** The load's statements for `ids` (with their times, or without), and the values they share. */
+function loadStatements(ids: string[]) {
   const times = timesOf(ids);
+  return {
+    times,
+    statements: times ? DELIVERY_STATEMENTS.withTimes : DELIVERY_STATEMENTS.without,
+    values: { ids, times: times?.map((t) => t.toISOString()) ?? [] },
+  };
+}
+
+/** The load's statement for `ids` (distinct) and its values. */
+export function deliveryStatement(ids: string[]) {
+  const { statements, values } = loadStatements(ids);
+  return { statement: statements.plain, values };
+}
+
+/**
+ * `loadAndClaimDeliveries`'s statement for `requests` and its values: every request's id in order beside its
+ * generation, which the claim joins pairwise (the load reads each once), and the range of their times, which
+ * names the partitions the claim reads (as `claimDeliveries`'s does).
+ */
+export function loadAndClaimStatement(requests: readonly DeliveryRequest[], leaseMs: number) {
+  const { times, statements, values } = loadStatements(requests.map((r) => r.messageId));
   const range = times ? eventAtRange(times) : undefined;
   return {
-    statement: times ? DELIVERY_STATEMENTS.withTimes : DELIVERY_STATEMENTS.without,
-    values: { ids, times: times?.map((t) => t.toISOString()) ?? [], from: range?.from, to: range?.to },
+    statement: statements.claiming,
+    values: {
+      ...values,
+      generations: requests.map((r) => String(r.generation)),
+      from: range?.from,
+      to: range?.to,
+      leaseMs: String(leaseMs),
+    },
   };
 }
 
@@ -278,7 +287,7 @@ type DeliveryRow = ContentSource & { message: DeliveryMessage; endpoint: Deliver
 /** `loadDeliveries`'s one statement: the rows of the messages `ids` (distinct), with their endpoints and events. */
 export async function deliveryRows(ctx: Ctx, ids: string[]): Promise<DeliveryRow[]> {
   const { statement, values } = deliveryStatement(ids);
-  return (await statement.plain.rows(ctx.db, values)).map(deliveryRow);
+  return (await statement.rows(ctx.db, values)).map(deliveryRow);
 }
 
 /** One row of the load, its columns in the order of its select list, as drizzle would have mapped it. */
@@ -376,9 +385,32 @@ export async function claimDeliveries(
   if (claims.length === 0) return [];
   const { statement, values } = claimStatement(claims, leaseMs);
   const rows = await statement.rows(ctx.db, values);
-  // A message claimed twice in one list (a job run twice) is updated once: its first claim only is granted.
-  const mine = new Set(rows.map(([id, generation]) => `${id}\n${generation}`));
+  return grantedInOrder(rows as [string, number][], claims);
+}
+
+/**
+ * Per claim in order, whether `granted` (the `[id, generation]` a claim's statement returned) holds it. A message
+ * claimed twice in one list (a job run twice) is updated once: its first claim only is granted.
+ */
+function grantedInOrder(
+  granted: readonly (readonly [unknown, unknown])[],
+  claims: readonly { messageId: string; generation: number }[],
+): boolean[] {
+  const mine = new Set(granted.map(([id, generation]) => `${id}\n${generation}`));
   return claims.map((c) => mine.delete(`${c.messageId}\n${c.generation}`));
+}
+
+/**
+ * The claim's `update`, of the messages named (`claimedMessages`, `ranged` or not) that are that generation's
+ * PENDING message with no claim in force, `also` true: its rows are the claims granted, `[id, generation]`.
+ */
+function claimUpdate(ranged: boolean, also: SQL = sql``): SQL {
+  return sql`
+      update ${webhookMessages} m
+      set claimed_until = now() + ${sql.placeholder('leaseMs')}::int * interval '1 millisecond'
+      ${claimedMessages(ranged)} and ${statusByKey(sql.raw('m.status'), 'PENDING')} and ${COMMIT_WITHOUT_FLUSH}
+        and (m.claimed_until is null or m.claimed_until <= now()) ${also}
+      returning m.id, m.generation`;
 }
 
 /**
@@ -398,12 +430,7 @@ function claimedMessages(ranged: boolean): SQL {
  */
 function buildClaims(ranged: boolean) {
   return {
-    claim: builtOnce(sql`
-      update ${webhookMessages} m
-      set claimed_until = now() + ${sql.placeholder('leaseMs')}::int * interval '1 millisecond'
-      ${claimedMessages(ranged)} and ${statusByKey(sql.raw('m.status'), 'PENDING')} and ${COMMIT_WITHOUT_FLUSH}
-        and (m.claimed_until is null or m.claimed_until <= now())
-      returning m.id, m.generation`),
+    claim: builtOnce(claimUpdate(ranged)),
     release: builtOnce(sql`
       update ${webhookMessages} m set claimed_until = null
       ${claimedMessages(ranged)} and m.claimed_until > now() and ${COMMIT_WITHOUT_FLUSH}`),

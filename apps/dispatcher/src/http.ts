@@ -4,11 +4,11 @@ import {
   DestinationRefusedError,
   publicOnlyLookup,
 } from '@stampcard/webhooks';
-import { Agent, buildConnector, request } from 'undici';
-import { EXCERPT_WAIT_MS, readExcerpt } from './excerpt';
+import { Agent, buildConnector } from 'undici';
+import { AnswerReader, EXCERPT_WAIT_MS, type SendResult } from './answer';
 import { rememberAtMost } from './throttle';
 
-export { MAX_ANSWER_BYTES } from './excerpt';
+export { MAX_ANSWER_BYTES, type SendResult } from './answer';
 
 export type SenderOptions = {
   /** Longest a delivery may take, connection to last byte read, in ms (`WEBHOOK_TIMEOUT_MS`). */
@@ -30,17 +30,6 @@ export type SenderOptions = {
    * @defaultValue 30000
    */
   keepAliveMs?: number;
-};
-
-/** What came back from one POST, or why nothing did. */
-export type SendResult = {
-  statusCode: number | null;
-  retryAfter: string | null;
-  /** The first 4 KiB of the answer, as text; null when no answer came. */
-  responseExcerpt: string | null;
-  latencyMs: number;
-  /** Null when an answer came; else `TIMEOUT`, `REFUSED_ADDRESS`, `DNS`, `TLS` or `CONNECTION`. */
-  errorClass: string | null;
 };
 
 function classify(err: unknown): string {
@@ -89,68 +78,43 @@ export function createSender(opts: SenderOptions) {
     bodyTimeout: opts.timeoutMs,
   });
 
-  // Each endpoint URL's check, once (it depends on the URL and the guard alone): the refusal, or null.
-  const checked = new Map<string, unknown>();
-  const check = (url: string) => {
+  // Each endpoint URL's check, once (it depends on the URL and the guard alone): where its requests go, or the
+  // refusal.
+  const checked = new Map<string, { origin: string; path: string } | Error>();
+  const target = (url: string) => {
     let verdict = checked.get(url);
     if (verdict === undefined) {
       try {
         checkDestination(url, guard);
-        verdict = null;
+        const { origin, pathname, search } = new URL(url);
+        verdict = { origin, path: pathname + search };
       } catch (err) {
-        verdict = err;
+        verdict = err instanceof Error ? err : new Error(String(err));
       }
       rememberAtMost(checked, url, verdict, CHECKED_URLS_MAX);
     }
-    if (verdict !== null) throw verdict;
+    if (verdict instanceof Error) throw verdict;
+    return verdict;
   };
+  const excerptWaitMs = Math.min(EXCERPT_WAIT_MS, opts.timeoutMs / 2);
 
   /**
    * POSTs `body` to `url` with `headers`, an object of the request's own, to which it adds `DELIVERY_HEADERS`
-   * (which no caller's header overrides).
+   * (which no caller's header overrides). Never rejects: a request that failed says why (`errorClass`).
    */
-  async function send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
-    // The whole delivery's deadline: a timer of its own, cleared as it ends (`AbortSignal.timeout` keeps its
-    // timer and signal until they are collected, and cost more than the rest of the request's set-up).
-    const deadline = new AbortController();
-    const timer = setTimeout(
-      () => deadline.abort(new DOMException('delivery timed out', 'TimeoutError')),
-      opts.timeoutMs,
-    );
-    try {
-      check(url);
-      const res = await request(url, {
-        method: 'POST',
-        dispatcher: agent,
-        headers: Object.assign(headers, DELIVERY_HEADERS),
-        body,
-        signal: deadline.signal,
-      });
-      const retryAfter = res.headers['retry-after'];
-      // The status decides; an answer body that stalls or breaks off only loses its excerpt.
-      const excerpt = await readExcerpt(res.body, Math.min(EXCERPT_WAIT_MS, opts.timeoutMs / 2)).catch(
-        () => null,
-      );
-      return {
-        statusCode: res.statusCode,
-        retryAfter: Array.isArray(retryAfter) ? (retryAfter[0] ?? null) : (retryAfter ?? null),
-        responseExcerpt: excerpt,
-        latencyMs: elapsed(),
-        errorClass: null,
-      };
-    } catch (err) {
-      return {
-        statusCode: null,
-        retryAfter: null,
-        responseExcerpt: null,
-        latencyMs: elapsed(),
-        errorClass: classify(err),
-      };
-    } finally {
-      clearTimeout(timer);
-    }
+  function send(url: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+    return new Promise<SendResult>((resolve) => {
+      const reader = new AnswerReader(resolve, opts.timeoutMs, excerptWaitMs, classify);
+      try {
+        const { origin, path } = target(url);
+        agent.dispatch(
+          { origin, path, method: 'POST', headers: Object.assign(headers, DELIVERY_HEADERS), body },
+          reader,
+        );
+      } catch (err) {
+        reader.failed(err);
+      }
+    });
   }
 
   return { send, close: () => agent.close() };

@@ -264,6 +264,16 @@ export function summary(f: Figures): string {
     `p99 < ${TARGETS.e2eP99Ms} ms`,
     yes(met.e2e),
   ]);
+  if (e?.machineBusy) {
+    rows.push([
+      'end to end: the whole machine while its load was sent, % of one core',
+      `${e.machineBusy.percent} of ${e.machineBusy.cores * 100}`,
+      'none',
+      '',
+      '',
+      '',
+    ]);
+  }
   const o = f.ordered;
   rows.push([
     'ordered endpoint: accepted → webhook p50 / p99',

@@ -134,6 +134,33 @@ async function cpuTicksOf(pid: number): Promise<number | null> {
   }
 }
 
+/** The machine's CPU time so far over every core, busy and in all, in clock ticks, and its cores (`/proc/stat`). */
+export type MachineTicks = { busy: number; total: number; cores: number };
+
+/** Reads `MachineTicks`; null without `/proc/stat`. */
+export async function machineTicks(): Promise<MachineTicks | null> {
+  try {
+    const lines = (await readFile('/proc/stat', 'utf8')).split('\n');
+    // user nice system idle iowait irq softirq steal (guest time is counted in user already).
+    const t = lines[0]!.split(/\s+/).slice(1, 9).map(Number);
+    if (t.length < 8 || t.some((n) => !Number.isFinite(n))) return null;
+    const total = t.reduce((a, b) => a + b, 0);
+    const cores = lines.filter((l) => /^cpu\d+ /.test(l)).length;
+    return { busy: total - t[3]! - t[4]!, total, cores };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * How busy the whole machine was between two `machineTicks` readings, in % of one core (200 for two cores that
+ * never rested: every process, the stores and the bench's own load included); null without `/proc`.
+ */
+export function machineBusyPercent(from: MachineTicks | null, to: MachineTicks | null): number | null {
+  if (!from || !to || to.total <= from.total) return null;
+  return Math.round(((to.busy - from.busy) / (to.total - from.total)) * 100 * to.cores);
+}
+
 /** Clock ticks per second of `/proc/<pid>/stat`'s times (USER_HZ): 100 on Linux. */
 const TICKS_PER_SECOND = 100;
 

@@ -3,11 +3,17 @@ import { queueActions } from '../backlog';
 import type { Bench } from '../context';
 import { type PacedResult, paced } from '../load';
 import { type BenchCampaign, triggerRequest } from '../seed';
+import { machineBusyPercent, machineTicks } from '../service';
 import { settle } from '../settle';
 import { percentile, progress, round, until, withHeartbeat } from '../util';
 
 export type E2eFigure = {
   load: PacedResult;
+  /**
+   * How busy the whole machine was while the load was sent, in % of one core, and its cores (`/proc/stat`; null
+   * without it): at or near every core's worth, the latencies are those of a machine that cannot keep up.
+   */
+  machineBusy: { percent: number; cores: number } | null;
   /** Accepted actions whose webhook arrived (the first arrival of each). */
   received: number;
   /** Accepted actions whose webhook had not arrived when the wait ended. */
@@ -91,6 +97,7 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
   progress(
     `${phase}: ${settings.e2e.rate} actions/s for ${settings.e2e.durationS} s after a ${settings.e2e.warmupS} s warm-up, webhook on LOYALTY_ACTION_APPLIED${ordered ? ', endpoint ordered by participant' : ''}`,
   );
+  const ticksBefore = await machineTicks();
   const load = await withHeartbeat(phase, () =>
     paced({
       urls: bench.apiUrls,
@@ -101,8 +108,11 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
       onOk: (json, at) => sentAt.set(json.action.id, at),
     }),
   );
+  const ticksAfter = await machineTicks();
+  const busy = machineBusyPercent(ticksBefore, ticksAfter);
+  const machineBusy = busy === null ? null : { percent: busy, cores: ticksAfter!.cores };
   progress(
-    `${phase}: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms${load.unanswered > 0 ? `; ${load.unanswered} still unanswered, counted with their wait so far: lower bounds` : ''}); waiting for their webhooks`,
+    `${phase}: ${load.ok2xx} of ${load.sent} accepted in ${load.durationS} s (p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms${load.unanswered > 0 ? `; ${load.unanswered} still unanswered, counted with their wait so far: lower bounds` : ''})${machineBusy ? `, the machine ${machineBusy.percent} % busy of ${machineBusy.cores * 100}` : ''}; waiting for their webhooks`,
   );
   const arrived = new Map<string, number>();
   let scanned = 0;
@@ -136,6 +146,7 @@ export async function measureE2e(bench: Bench, ordered = false): Promise<E2eFigu
   const { stagesMs, deliveryStagesMs } = await stagesOf(bench, campaign, sentAt, arrived);
   const figure: E2eFigure = {
     load,
+    machineBusy,
     received: arrived.size,
     missing: missing.length,
     latencyMs: { p50: at(50), p90: at(90), p99: at(99), max: at(100) },

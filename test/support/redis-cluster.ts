@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,6 +10,33 @@ import { freePort } from './processes';
 const run = promisify(execFile);
 
 export type RedisClusterNode = { port: number; process: ChildProcess };
+
+/** A cluster node's bus listens this far above its port: Redis refuses a port past 55535 in a cluster. */
+const BUS_OFFSET = 10_000;
+
+/**
+ * A free port for a cluster node: its bus port (10,000 above) free too, so at most 55,535, and none of `taken`
+ * (a node spawned a moment ago may not listen yet, and the system may offer its port again). A fifth of Linux's
+ * ephemeral ports (32,768-60,999) are past 55,535: a node started on one of them exited at once, and the cluster
+ * never came up (`a node answering not within 5000 ms`).
+ */
+async function freeNodePort(taken: ReadonlySet<number>): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port + BUS_OFFSET > 65_535 || taken.has(port) || taken.has(port + BUS_OFFSET)) continue;
+    if (await canListen(port + BUS_OFFSET)) return port;
+  }
+  throw new Error('no free port for a Redis Cluster node and its bus in 100 tries');
+}
+
+/** Whether a port on loopback is free to listen on now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
 
 export type TestRedisCluster = {
   /** `host:port,…` of every node, as `REDIS_CLUSTER_NODES` takes it. */
@@ -34,8 +62,10 @@ export async function startRedisCluster(
   const replicas = opts.replicas ?? 1;
   const dir = mkdtempSync(join(tmpdir(), 'stampcard-cluster-'));
   const nodes: RedisClusterNode[] = [];
+  const taken = new Set<number>();
   for (let i = 0; i < masters * (1 + replicas); i++) {
-    const port = await freePort();
+    const port = await freeNodePort(taken);
+    taken.add(port).add(port + BUS_OFFSET);
     const child = spawnRedis(port, dir, [
       ...['--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`)],
       ...['--cluster-node-timeout', '1000'],

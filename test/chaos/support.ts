@@ -7,7 +7,7 @@ import { client, operatorProgram, overHttp } from '../support/client';
 import { createTestDb, type TestDb } from '../support/db';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { freePort, type Run, startBuilt, waitForOutput } from '../support/processes';
-import { deleteRedisKeys, keysUnder, REDIS_URL, uniquePrefix } from '../support/redis-keys';
+import { deleteRedisKeys, queueSizes, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 
 /** The roles `dist/start.js` runs, and the line each logs once it is ready. */
 const READY = {
@@ -297,29 +297,7 @@ export async function whyStuck(stack: ChaosStack, campaignId: string): Promise<s
   redis.on('error', () => {});
   try {
     await redis.connect();
-    // A queue's lists and sorted sets (wait, active, delayed, …) by size; its jobs' hashes and locks counted.
-    // A batch's types asked together, then its queues' sizes together: one round trip each, not one a key.
-    const queues: string[] = [];
-    let jobs = 0;
-    for await (const keys of keysUnder(redis, stack.prefix)) {
-      const types = await Promise.all(keys.map((key) => redis.type(key)));
-      const sizes = await Promise.all(
-        keys.map((key, i) =>
-          types[i] === 'list'
-            ? redis.llen(key)
-            : types[i] === 'zset'
-              ? redis.zcard(key)
-              : types[i] === 'stream'
-                ? redis.xlen(key)
-                : null,
-        ),
-      );
-      keys.forEach((key, i) => {
-        if (sizes[i] === null) jobs++;
-        else queues.push(`${key.slice(stack.prefix.length + 1)} ${sizes[i]}`);
-      });
-    }
-    lines.push(`redis: ${queues.sort().join(', ') || 'no queue'}; ${jobs} other keys (jobs, locks, meta)`);
+    lines.push(`redis: ${await queueSizes(redis, stack.prefix)}`);
   } catch (err) {
     lines.push(`redis: ${(err as Error).message}`);
   } finally {

@@ -1,12 +1,35 @@
 import { loyaltyActions } from '@stampcard/db';
 import { eq, sql } from 'drizzle-orm';
+import type { Redis } from 'ioredis';
 import { expect } from 'vitest';
 import { eventually } from './client';
 import { startReceiver } from './receiver';
+import { queueSizes } from './redis-keys';
 import type { TestStack } from './stack';
 import { goalWorldOverHttp } from './webhooks';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Why a run's actions are not all applied, for the failure's message: the campaign's actions by status, and what
+ * the stack's queues hold, read on the workers' own connection, or that connection's state when it is not serving
+ * (one that gave up is the finding).
+ */
+async function whereTheyStand(stack: TestStack, campaignId: string): Promise<string> {
+  const statuses = await stack.ctx.db
+    .select({ status: loyaltyActions.status, n: sql<number>`count(*)::int` })
+    .from(loyaltyActions)
+    .where(eq(loyaltyActions.campaignId, campaignId))
+    .groupBy(loyaltyActions.status);
+  const redis = stack.redis;
+  const queues =
+    redis.status !== 'ready'
+      ? `the workers' Redis connection is ${redis.status}`
+      : redis.isCluster
+        ? 'on a Redis Cluster (not read)'
+        : await queueSizes(redis as Redis, stack.prefix);
+  return `actions by status ${JSON.stringify(statuses)}; queues: ${queues}`;
+}
 
 export type FailoverRun = {
   accepted: number;
@@ -71,7 +94,9 @@ export async function failoverUnderLoad(stack: TestStack, fail: () => Promise<vo
           ),
       (r) => r[0]!.n === rows.length,
       60_000,
-    );
+    ).catch(async (err: Error) => {
+      throw new Error(`${err.message}; ${await whereTheyStand(stack, w.campaign.id)}`);
+    });
     const allAppliedMs = Math.round(performance.now() - failedAt);
     // Every action's webhook, each counted once: a delivery repeated across the failover (at least once) is not
     // another action's.

@@ -33,5 +33,34 @@ export async function* keysUnder(redis: Redis, prefix: string): AsyncGenerator<s
   } while (cursor !== '0');
 }
 
+/**
+ * What a stuck run's queues hold, for its error: each list, sorted set and stream under `prefix:` (a queue's wait,
+ * active, delayed, marker…) with its size, and how many other keys (jobs' hashes, locks, meta). A batch's types are
+ * asked together, then its sizes together: one round trip each, not one a key.
+ */
+export async function queueSizes(redis: Redis, prefix: string): Promise<string> {
+  const queues: string[] = [];
+  let others = 0;
+  for await (const keys of keysUnder(redis, prefix)) {
+    const types = await Promise.all(keys.map((key) => redis.type(key)));
+    const sizes = await Promise.all(
+      keys.map((key, i) =>
+        types[i] === 'list'
+          ? redis.llen(key)
+          : types[i] === 'zset'
+            ? redis.zcard(key)
+            : types[i] === 'stream'
+              ? redis.xlen(key)
+              : null,
+      ),
+    );
+    keys.forEach((key, i) => {
+      if (sizes[i] === null) others++;
+      else queues.push(`${key.slice(prefix.length + 1)} ${sizes[i]}`);
+    });
+  }
+  return `${queues.sort().join(', ') || 'no queue'}; ${others} other keys (jobs, locks, meta)`;
+}
+
 /** `<name>_<12 hex>`: a queue prefix (QUEUE_PREFIX) no other test run uses. */
 export const uniquePrefix = (name: string) => `${name}_${randomBytes(6).toString('hex')}`;

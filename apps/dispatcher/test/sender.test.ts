@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSender, MAX_ANSWER_BYTES } from '../src/http';
 
@@ -38,6 +40,40 @@ afterAll(async () => {
   for (const s of sockets) s.destroy();
   server.close();
 });
+
+/**
+ * A loopback listener with a backlog of 0 that accepts nothing until told (`accept` on its stdin): it prints its
+ * port, then, once told, takes every connection waiting and prints what came on each within 2.5 s (JSON), long enough for the SYN a client sends again 3 s after its first.
+ */
+const UNACCEPTING_LISTENER = `
+import json, socket, sys, time
+s = socket.socket()
+s.bind(('127.0.0.1', 0))
+s.listen(0)
+print(s.getsockname()[1], flush=True)
+sys.stdin.readline()
+s.settimeout(2.5)
+got = []
+deadline = time.time() + 2.5
+while time.time() < deadline:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        break
+    c.settimeout(max(0.05, deadline - time.time()))
+    data = b''
+    try:
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    got.append(data.decode('latin-1'))
+    c.close()
+print(json.dumps(got), flush=True)
+`;
 
 const sender = createSender({ timeoutMs: 1000, allowPrivateNetworks: true });
 afterAll(() => sender.close());
@@ -156,6 +192,29 @@ describe("the sender's answers", () => {
     expect(result).toMatchObject({ statusCode: null, responseExcerpt: null, errorClass: 'TIMEOUT' });
     expect(result.latencyMs).toBeGreaterThanOrEqual(900);
     await expect.poll(() => closedSockets).toBeGreaterThan(closedBefore);
+  });
+
+  it('is a TIMEOUT when the connection is not made by the deadline, and the request is never sent late', async () => {
+    // A listener that takes no connection (a `python3` socket with a backlog of 0, never accepted while the
+    // delivery runs): once one connection fills its queue, the kernel drops the next one's SYN, and that connect
+    // hangs. After the deadline the listener takes every connection and counts what each sent.
+    const listener = spawn('python3', ['-c', UNACCEPTING_LISTENER], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: listener.stdout! })[Symbol.asyncIterator]();
+    try {
+      const port = Number((await lines.next()).value);
+      const filler = connect(port, '127.0.0.1');
+      await once(filler, 'connect');
+      const result = await sender.send(`http://127.0.0.1:${port}/hook`, {}, '{"late":true}');
+      expect(result).toMatchObject({ statusCode: null, responseExcerpt: null, errorClass: 'TIMEOUT' });
+      expect(result.latencyMs).toBeGreaterThanOrEqual(900);
+      filler.destroy();
+      listener.stdin!.end('accept\n');
+      // Every connection it took, and what came on each: none carries the delivery.
+      const taken = JSON.parse((await lines.next()).value as string) as string[];
+      expect(taken.join('')).not.toContain('late');
+    } finally {
+      listener.kill();
+    }
   });
 
   it('is a CONNECTION failure when nothing listens', async () => {

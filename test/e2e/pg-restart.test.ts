@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
+import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { client, eventually, operatorProgram, overHttp } from '../support/client';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
 import { freePort, type Run, startProcess, waitForOutput } from '../support/processes';
-import { deleteRedisKeys, REDIS_URL, uniquePrefix } from '../support/redis-keys';
+import { deleteRedisKeys, queueSizes, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 
 /**
  * A PostgreSQL of this test's own, restarted (`pg_ctl restart -m fast`) and then frozen (SIGSTOP) under a
@@ -137,7 +138,26 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
           )[0]!.n,
         (count) => count === accepted.length,
         30_000,
-      );
+      ).catch(async (err: Error) => {
+        // Where the rest stand, what the queues hold, and the roles' last warnings and errors.
+        const statuses = await sql<{ status: string; n: number }[]>`
+          select status, count(*)::int as n from loyalty_actions where id = any(${accepted}) group by status`;
+        const said = run!
+          .output()
+          .split('\n')
+          .filter((l) => l && !/^\{"level":[1-3]0,/.test(l))
+          .slice(-40);
+        const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+        redis.on('error', () => {});
+        const queues = await redis
+          .connect()
+          .then(() => queueSizes(redis, PREFIX))
+          .catch((e: Error) => e.message)
+          .finally(() => redis.disconnect());
+        throw new Error(
+          `${err.message} of ${accepted.length} accepted; by status ${JSON.stringify(statuses)}; queues: ${queues}\n${said.join('\n')}`,
+        );
+      });
       expect(applied).toBe(accepted.length);
     } finally {
       await sql.end({ timeout: 1 });

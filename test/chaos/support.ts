@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
-import { Redis } from 'ioredis';
 import type postgres from 'postgres';
 import { afterAll } from 'vitest';
 import { client, operatorProgram, overHttp } from '../support/client';
 import { createTestDb, type TestDb } from '../support/db';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { freePort, type Run, startBuilt, waitForOutput } from '../support/processes';
-import { deleteRedisKeys, queueSizes, REDIS_URL, uniquePrefix } from '../support/redis-keys';
+import { deleteRedisKeys, queueSizesAt, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 
 /** The roles `dist/start.js` runs, and the line each logs once it is ready. */
 const READY = {
@@ -289,20 +288,7 @@ export async function whyStuck(stack: ChaosStack, campaignId: string): Promise<s
       count(*) filter (where status = 'APPLIED')::int as applied
     from loyalty_actions where campaign_id = ${campaignId}`;
   const lines = [`ledger: ${JSON.stringify(ledger)}`];
-  const redis = new Redis(stack.redisUrl, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-  });
-  redis.on('error', () => {});
-  try {
-    await redis.connect();
-    lines.push(`redis: ${await queueSizes(redis, stack.prefix)}`);
-  } catch (err) {
-    lines.push(`redis: ${(err as Error).message}`);
-  } finally {
-    redis.disconnect();
-  }
+  lines.push(`redis: ${await queueSizesAt(stack.redisUrl, stack.prefix)}`);
   // Each role's last lines other than its access log: reconnections, errors, the relay's work.
   for (const run of stack.all()) {
     const logged = run

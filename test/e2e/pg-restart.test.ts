@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { connectPostgres } from '@stampcard/db';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { client, eventually, operatorProgram, overHttp } from '../support/client';
 import { TEST_RATE_LIMITS } from '../support/factories';
 import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres';
 import { freePort, type Run, startProcess, waitForOutput } from '../support/processes';
-import { deleteRedisKeys, queueSizes, REDIS_URL, uniquePrefix } from '../support/redis-keys';
+import { deleteRedisKeys, queueSizesAt, REDIS_URL, uniquePrefix } from '../support/redis-keys';
 
 /**
  * A PostgreSQL of this test's own, restarted (`pg_ctl restart -m fast`) and then frozen (SIGSTOP) under a
@@ -150,13 +149,7 @@ describe('a PostgreSQL restart and a silent PostgreSQL under load', () => {
           .split('\n')
           .filter((l) => l && !/^\{"level":[1-3]0,/.test(l))
           .slice(-40);
-        const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
-        redis.on('error', () => {});
-        const queues = await redis
-          .connect()
-          .then(() => queueSizes(redis, PREFIX))
-          .catch((e: Error) => e.message)
-          .finally(() => redis.disconnect());
+        const queues = await queueSizesAt(REDIS_URL, PREFIX);
         throw new Error(
           `${err.message} of ${accepted.length} accepted; by status ${JSON.stringify(statuses)}; queues: ${queues}\n${said.join('\n')}`,
         );

@@ -1,26 +1,40 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 
 /** The Redis the tests share (other runs use it at the same time: only a test's own keys are ever deleted). */
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * Runs `fn` on a connection of its own to `redisUrl` (one try per command), closed after it, so it also runs
+ * after the stack's connections are closed or gave up. A Redis already stopped fails `fn`: its connection errors
+ * are not news beyond that.
+ */
+export async function withOwnRedis<T>(
+  redisUrl: string,
+  fn: (redis: Redis) => Promise<T>,
+  options: RedisOptions = {},
+): Promise<T> {
+  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, ...options });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    return await fn(redis);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /**
  * Deletes every key under `prefix:` (SCAN, never KEYS, which blocks a shared Redis; UNLINK frees memory off
  * the main thread), on a connection of its own, so it also runs after the stack's connections are closed: a
  * queue or worker closing writes its keys last. Answers how many it deleted.
  */
-export async function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
-  const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-  // A Redis already stopped (a test's own) fails the commands below: its connection errors are not news.
-  redis.on('error', () => {});
-  let deleted = 0;
-  try {
-    await redis.connect();
+export function deleteRedisKeys(redisUrl: string, prefix: string): Promise<number> {
+  return withOwnRedis(redisUrl, async (redis) => {
+    let deleted = 0;
     for await (const keys of keysUnder(redis, prefix)) deleted += await redis.unlink(...keys);
     return deleted;
-  } finally {
-    redis.disconnect();
-  }
+  });
 }
 
 /** Every key under `prefix:`, a SCAN batch at a time (never KEYS, which blocks a shared Redis); no empty batch. */
@@ -60,6 +74,13 @@ export async function queueSizes(redis: Redis, prefix: string): Promise<string> 
     });
   }
   return `${queues.sort().join(', ') || 'no queue'}; ${others} other keys (jobs, locks, meta)`;
+}
+
+/** `queueSizes` on a connection of its own (given 2 s to connect), or why Redis could not be read. */
+export function queueSizesAt(redisUrl: string, prefix: string): Promise<string> {
+  return withOwnRedis(redisUrl, (redis) => queueSizes(redis, prefix), { connectTimeout: 2000 }).catch(
+    (err: Error) => err.message,
+  );
 }
 
 /** `<name>_<12 hex>`: a queue prefix (QUEUE_PREFIX) no other test run uses. */

@@ -8,6 +8,8 @@ import { freePort } from './processes';
 export type TestRedisSentinel = {
   /** `host:port,…` of the sentinels, as `REDIS_SENTINELS` takes it. */
   sentinels: string;
+  /** The same sentinels, as a client's `sentinels` option takes them. */
+  addresses: { host: string; port: number }[];
   name: string;
   /** The master's port, as the sentinels answer it now. */
   master(): Promise<number>;
@@ -80,8 +82,10 @@ export async function startRedisSentinel(name = 'stampcard'): Promise<TestRedisS
     );
     const master = async () =>
       Number((await cli(sentinelPorts[0]!, 'sentinel', 'get-master-addr-by-name', name)).split('\n')[1]);
+    const addresses = sentinelPorts.map((port) => ({ host: '127.0.0.1', port }));
     return {
-      sentinels: sentinelPorts.map((p) => `127.0.0.1:${p}`).join(','),
+      sentinels: addresses.map((a) => `${a.host}:${a.port}`).join(','),
+      addresses,
       name,
       master,
       async killMaster() {

@@ -21,19 +21,13 @@ afterAll(async () => {
   await sentinel?.stop();
 });
 
-const sentinelAddresses = () =>
-  sentinel.sentinels.split(',').map((hp) => {
-    const [host, port] = hp.split(':');
-    return { host: host!, port: Number(port) };
-  });
-
 /** Once every sentinel is listened to: `switched`, which resolves on the first `+switch-master` any publishes. */
 async function switchHeard(): Promise<{ switched: Promise<void> }> {
   let heard!: () => void;
   const switched = new Promise<void>((r) => {
     heard = r;
   });
-  for (const address of sentinelAddresses()) {
+  for (const address of sentinel.addresses) {
     const sub = new Redis({ ...address, lazyConnect: true, maxRetriesPerRequest: 1 });
     opened.push(sub);
     await sub.connect();
@@ -47,14 +41,13 @@ describe('the failover detector patch (patches/ioredis+6.0.0.patch)', () => {
   it('lets a client that is asking the sentinels again when the master switches go on to the new master', async () => {
     const client: RedisClient = createRedis({
       url: 'redis://',
-      sentinels: sentinelAddresses(),
+      sentinels: sentinel.addresses,
       sentinelName: 'stampcard-detector',
     });
     opened.push(client as Redis);
     // Its reconnections fail while the master is down; the status says how it ends.
     client.on('error', () => {});
     await redisReady(client);
-    await client.set('detector:before', '1');
 
     const { switched } = await switchHeard();
     // The window the detector closed: the sentinels asked again (the connector's `resolve`) while the switch is

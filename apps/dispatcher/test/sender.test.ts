@@ -43,7 +43,8 @@ afterAll(async () => {
 
 /**
  * A loopback listener with a backlog of 0 that accepts nothing until told (`accept` on its stdin): it prints its
- * port, then, once told, takes every connection waiting and prints what came on each within 2.5 s (JSON), long enough for the SYN a client sends again 3 s after its first.
+ * port, then, once told, takes every connection waiting and prints what came on each within 2.5 s (JSON), long
+ * enough for the SYN a client sends again 3 s after its first.
  */
 const UNACCEPTING_LISTENER = `
 import json, socket, sys, time

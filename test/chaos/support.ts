@@ -40,6 +40,8 @@ export type ChaosStack = {
   kill(run: Run): Promise<void>;
   /** Every process started and still running, by role. */
   all(): Run[];
+  /** Every process started, running or not, in the order they started. */
+  started(): Run[];
 };
 
 export function useChaosStack(
@@ -123,6 +125,7 @@ export function useChaosStack(
       started
         .filter((s) => s.run.child.exitCode === null && s.run.child.signalCode === null)
         .map((s) => s.run),
+    started: () => started.map((s) => s.run),
   };
 
   afterAll(async () => {
@@ -276,7 +279,7 @@ export async function until(
 /**
  * What a scenario whose actions stay QUEUED was stuck in, for the error of its wait: the QUEUED rows (how many,
  * the oldest's age, when the last was applied), the stack's keys in Redis by type and size (a queue's waiting,
- * active, delayed jobs), and the last lines each role logged.
+ * active, delayed jobs), and the last lines each role logged, a role that exited included.
  */
 export async function whyStuck(stack: ChaosStack, campaignId: string): Promise<string> {
   const [ledger] = await stack.sql<
@@ -289,13 +292,22 @@ export async function whyStuck(stack: ChaosStack, campaignId: string): Promise<s
     from loyalty_actions where campaign_id = ${campaignId}`;
   const lines = [`ledger: ${JSON.stringify(ledger)}`];
   lines.push(`redis: ${await queueSizesAt(stack.redisUrl, stack.prefix)}`);
-  // Each role's last lines other than its access log: reconnections, errors, the relay's work.
-  for (const run of stack.all()) {
+  // Each role's last lines other than its access log: reconnections, errors, the relay's work. A role that exited
+  // by itself is named with its code and its last lines (nothing restarts it here, as a container runtime would);
+  // one the scenario killed, with its signal alone.
+  for (const run of stack.started()) {
+    const { exitCode, signalCode, pid } = run.child;
+    const role = run.child.spawnargs.at(-1);
+    if (signalCode !== null) {
+      lines.push(`--- ${role} (pid ${pid}), ended by ${signalCode}`);
+      continue;
+    }
     const logged = run
       .output()
       .split('\n')
       .filter((l) => l && !l.includes('"msg":"request"'));
-    lines.push(`--- ${run.child.spawnargs.at(-1)} (pid ${run.child.pid}), last lines:`, ...logged.slice(-15));
+    const state = exitCode === null ? 'running' : `EXITED with code ${exitCode}`;
+    lines.push(`--- ${role} (pid ${pid}, ${state}), last lines:`, ...logged.slice(-15));
   }
   return lines.join('\n');
 }
